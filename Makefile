@@ -1,0 +1,66 @@
+# Phalanx: `make run` for the demo, `make test` for the whole suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+LOCAL := $(CURDIR)/.local
+export PATH := $(LOCAL)/bin:$(PATH)
+export KUBECONFIG := $(LOCAL)/kubeconfig
+CLUSTER ?= examples/clusters/small.yaml
+
+.PHONY: help install tools cluster-up cluster-down run demo test test-unit test-e2e lint \
+        bench bench-core bench-sim bench-e2e bench-smoke clean
+
+help:
+	@echo "make run     build what is missing, start the local cluster, the operator and a demo"
+	@echo "make test    lint, unit tests and end-to-end tests on a real kube-apiserver + kwok"
+	@echo "make tools   build etcd, kube-apiserver, kube-scheduler, kubectl, kwok (cached)"
+	@echo "make bench   simulator and end-to-end benchmarks (minutes)"
+
+install:
+	@$(PYTHON) -c "import phalanx, kopf, kubernetes_asyncio, hypothesis, mypy" 2>/dev/null \
+	  || $(PYTHON) -m pip install -q -e '.[test,dev]'
+
+tools:
+	@bash hack/tools.sh
+
+cluster-up: install tools
+	@$(PYTHON) -m phalanx cluster up --cluster $(CLUSTER)
+
+cluster-down:
+	@$(PYTHON) -m phalanx cluster down
+
+run: install tools
+	@$(PYTHON) -m phalanx.demo --interactive --cluster $(CLUSTER)
+
+demo: install tools
+	@$(PYTHON) -m phalanx.demo --cluster $(CLUSTER)
+
+lint: install
+	$(PYTHON) -m ruff check operator tests bench
+	$(PYTHON) -m mypy
+	lint-imports
+
+test-unit: install
+	$(PYTHON) -m pytest -m "not e2e" -q
+
+test-e2e: install tools
+	$(PYTHON) -m pytest -m e2e -q
+
+test: install tools lint
+	$(PYTHON) -m pytest -q
+
+bench-core: install
+	$(PYTHON) -m bench.core
+
+bench-sim: install
+	$(PYTHON) -m bench.sim
+
+bench-e2e: install tools
+	$(PYTHON) -m bench.e2e
+
+bench: bench-core bench-sim bench-e2e
+
+bench-smoke: install
+	$(PYTHON) -m bench.sim --smoke
+
+clean: cluster-down
+	rm -rf .local/run .pytest_cache .mypy_cache .ruff_cache
