@@ -1,0 +1,267 @@
+"""Discrete-event simulation of a GPU cluster in virtual time.
+
+Events are arrivals, finishes and scheduling cycles. After each batch of
+arrivals or finishes a cycle is queued (at the same instant, or on the next
+multiple of `cycle_period`), the policy proposes placements, the engine checks
+and applies them; a job whose pods are all placed starts, and its finish is
+queued after its runtime stretched by the topology slowdown of its span.
+The run stops when no event is left or at the horizon.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from phalanx.sim.clock import VirtualClock
+from phalanx.sim.events import EventKind, EventQueue
+from phalanx.sim.jobrun import JobRun
+from phalanx.sim.model import JobSpec, SimCluster
+from phalanx.sim.policy import Policy, SchedulingView
+from phalanx.sim.slowdown import SlowdownModel, span_of
+from phalanx.sim.state import CapacityError, ClusterState
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    horizon: float
+    cycle_period: float = 0.0
+    slowdown: SlowdownModel = field(default_factory=SlowdownModel)
+    check_invariants: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Cluster state after the events of one instant."""
+
+    time: float
+    allocated_gpus: int
+    held_idle_gpus: int
+    fully_free_nodes: int
+    pending_jobs: int
+
+
+@dataclass(frozen=True, slots=True)
+class CycleStat:
+    time: float
+    scheduler_seconds: float
+    prepare_seconds: float
+    pending_jobs: int
+    placements: int
+
+
+@dataclass(slots=True)
+class Integrals:
+    """Time integrals (unit x seconds) over [0, `until`]."""
+
+    until: float = 0.0
+    allocated: float = 0.0
+    busy: float = 0.0
+    held_idle: float = 0.0
+    fully_free_nodes: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    policy: str
+    cluster: SimCluster
+    config: SimConfig
+    runs: tuple[JobRun, ...]
+    samples: tuple[Sample, ...]
+    cycles: tuple[CycleStat, ...]
+    integrals: Integrals
+    end: float
+    """End of the measured window: last finish if every job finished, else the horizon."""
+
+
+Observer = Callable[[float, ClusterState, dict[str, JobRun]], None]
+
+
+class InvariantError(AssertionError):
+    pass
+
+
+class _Run:
+    """State of one simulation (imperative shell around the policy)."""
+
+    def __init__(
+        self,
+        cluster: SimCluster,
+        jobs: Iterable[JobSpec],
+        policy: Policy,
+        config: SimConfig,
+        observer: Observer | None,
+    ) -> None:
+        self.cluster, self.policy, self.config = cluster, policy, config
+        self.observer = observer
+        self.clock = VirtualClock()
+        self.state = ClusterState(cluster)
+        self.queue = EventQueue()
+        ordered = sorted(jobs, key=lambda j: (j.arrival, j.name))
+        self.runs = {j.name: JobRun(j) for j in ordered}
+        if len(self.runs) != len(ordered):
+            raise ValueError("job names must be unique")
+        for job in ordered:
+            self.queue.push(job.arrival, EventKind.ARRIVAL, job.name)
+        self.pending: dict[str, JobRun] = {}
+        self.running: dict[str, JobRun] = {}
+        self.cycle_queued = False
+        self.held_idle = 0
+        self.busy = 0
+        self.samples: list[Sample] = []
+        self.cycles: list[CycleStat] = []
+        self.integrals = Integrals()
+
+    def run(self) -> SimResult:
+        horizon = self.config.horizon
+        while self.queue:
+            when = self.queue.peek_time()
+            assert when is not None
+            if when > horizon:
+                break
+            self._integrate(when)
+            self.clock.advance_to(when)
+            for event in self.queue.pop_batch():
+                self._handle(event.kind, event.job)
+            self._after_batch()
+        all_done = all(r.finish is not None for r in self.runs.values())
+        end = self.clock.now if all_done else horizon
+        self._integrate(end)
+        return SimResult(
+            policy=self.policy.name,
+            cluster=self.cluster,
+            config=self.config,
+            runs=tuple(self.runs.values()),
+            samples=tuple(self.samples),
+            cycles=tuple(self.cycles),
+            integrals=self.integrals,
+            end=end,
+        )
+
+    def _handle(self, kind: EventKind, job: str) -> None:
+        if kind is EventKind.ARRIVAL:
+            self.pending[job] = self.runs[job]
+            self._queue_cycle()
+        elif kind is EventKind.FINISH:
+            self._finish(self.running.pop(job))
+            if self.pending:
+                self._queue_cycle()
+        else:
+            self.cycle_queued = False
+            self._cycle()
+
+    def _queue_cycle(self) -> None:
+        if self.cycle_queued:
+            return
+        now, period = self.clock.now, self.config.cycle_period
+        when = now if period <= 0 else math.ceil(now / period) * period
+        self.queue.push(max(when, now), EventKind.CYCLE)
+        self.cycle_queued = True
+
+    def _cycle(self) -> None:
+        if not self.pending:
+            return
+        view = SchedulingView(
+            now=self.clock.now,
+            cluster=self.cluster,
+            state=self.state,
+            pending=tuple(self.pending.values()),
+            running=tuple(self.running.values()),
+        )
+        outcome = self.policy.schedule(view)
+        for placement in outcome.placements:
+            self._place(placement.job, placement.node)
+        self.cycles.append(
+            CycleStat(
+                time=self.clock.now,
+                scheduler_seconds=outcome.scheduler_seconds,
+                prepare_seconds=outcome.prepare_seconds,
+                pending_jobs=len(view.pending),
+                placements=len(outcome.placements),
+            )
+        )
+
+    def _place(self, job: str, node: int) -> None:
+        run = self.pending.get(job)
+        if run is None or run.complete:
+            raise CapacityError(f"placement for {job!r}, which is not waiting for pods")
+        spec = run.spec
+        self.state.bind(node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+        run.nodes.append(node)
+        if run.first_bound is None:
+            run.first_bound = self.clock.now
+        self.held_idle += spec.gpus_per_pod
+        if run.complete:
+            self._start(run)
+
+    def _start(self, run: JobRun) -> None:
+        now = self.clock.now
+        del self.pending[run.name]
+        self.running[run.name] = run
+        self.held_idle -= run.held_gpus
+        self.busy += run.held_gpus
+        run.start = now
+        run.span = span_of(self.cluster, run.nodes)
+        run.slowdown = self.config.slowdown.factor(run.span)
+        run.end = now + run.spec.duration * run.slowdown
+        self.queue.push(run.end, EventKind.FINISH, run.name)
+
+    def _finish(self, run: JobRun) -> None:
+        spec = run.spec
+        for node in run.nodes:
+            self.state.release(
+                node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod
+            )
+        self.busy -= run.held_gpus
+        run.finish = self.clock.now
+
+    def _after_batch(self) -> None:
+        state = self.state
+        self.samples.append(
+            Sample(
+                time=self.clock.now,
+                allocated_gpus=state.allocated_gpus,
+                held_idle_gpus=self.held_idle,
+                fully_free_nodes=state.fully_free_gpu_nodes(),
+                pending_jobs=len(self.pending),
+            )
+        )
+        if self.config.check_invariants:
+            self._check()
+        if self.observer is not None:
+            self.observer(self.clock.now, state, self.runs)
+
+    def _integrate(self, until: float) -> None:
+        acc = self.integrals
+        dt = until - acc.until
+        if dt <= 0:
+            return
+        acc.allocated += self.state.allocated_gpus * dt
+        acc.busy += self.busy * dt
+        acc.held_idle += self.held_idle * dt
+        acc.fully_free_nodes += self.state.fully_free_gpu_nodes() * dt
+        acc.until = until
+
+    def _check(self) -> None:
+        state = self.state
+        held = sum(r.held_gpus for r in self.runs.values() if r.finish is None)
+        if state.free_gpus + held != state.total_gpus:
+            raise InvariantError(
+                f"t={self.clock.now}: free {state.free_gpus} + held {held} != {state.total_gpus}"
+            )
+        if (state.gpu_free < 0).any() or (state.cpu_free < 0).any() or (state.mem_free < 0).any():
+            raise InvariantError(f"t={self.clock.now}: negative free capacity")
+        if self.held_idle + self.busy != held:
+            raise InvariantError(f"t={self.clock.now}: held-idle/busy counters drifted")
+
+
+def simulate(
+    cluster: SimCluster,
+    jobs: Iterable[JobSpec],
+    policy: Policy,
+    config: SimConfig,
+    observer: Observer | None = None,
+) -> SimResult:
+    """Run `jobs` on `cluster` under `policy` until no event is left or the horizon."""
+    return _Run(cluster, jobs, policy, config, observer).run()

@@ -1,0 +1,89 @@
+"""Immutable inputs of a simulation: the cluster and the jobs of a trace."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class LevelKind(StrEnum):
+    """What a topology level means for communication (drives slowdown and locality)."""
+
+    NVLINK = "nvlink"
+    RACK = "rack"
+    BLOCK = "block"
+    CORE = "core"
+
+
+class Span(StrEnum):
+    """Smallest kind of domain that holds every pod of a job."""
+
+    NODE = "node"
+    RACK = "rack"
+    BLOCK = "block"
+    BEYOND = "beyond"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyLevel:
+    name: str
+    label: str
+    kind: LevelKind
+
+
+@dataclass(frozen=True, slots=True)
+class SimNode:
+    """A node; `domains[i]` is the full path of its domain at level i ("" if unlabelled)."""
+
+    name: str
+    gpus: int
+    cpu_milli: int
+    memory_mib: int
+    domains: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SimCluster:
+    """Nodes sorted by name, topology levels coarse to fine (host level excluded)."""
+
+    name: str
+    nodes: tuple[SimNode, ...]
+    levels: tuple[TopologyLevel, ...] = ()
+    objects: tuple[Mapping[str, Any], ...] = ()
+    """Node and NetworkTopology objects as the API server would return them (for the core)."""
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(n.gpus for n in self.nodes)
+
+    def level_index(self, kind: LevelKind) -> int | None:
+        for i, level in enumerate(self.levels):
+            if level.kind is kind:
+                return i
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A gang job: `pods` identical pods that must all run for the job to make progress.
+
+    `duration` is the runtime at full speed (slowdown x1); a job's pods start
+    when the last of them is placed, and all finish together.
+    """
+
+    name: str
+    arrival: float
+    duration: float
+    pods: int
+    gpus_per_pod: int
+    cpu_milli_per_pod: int = 1000
+    memory_mib_per_pod: int = 1024
+    priority: int = 0
+    queue: str = "default"
+
+    @property
+    def gpus(self) -> int:
+        return self.pods * self.gpus_per_pod

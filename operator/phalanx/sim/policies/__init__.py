@@ -1,0 +1,38 @@
+"""Scheduling policies compared by the simulator.
+
+- `phalanx`: the core as shipped (topology-aware, bin-packing).
+- `gang-spread`: the core with topology off and spreading node order
+  (all-or-nothing gangs placed like kube-scheduler would spread them).
+- `gang-binpack`: the core with topology off and bin-packing node order
+  (Volcano's `gang` plugin plus its `binpack` plugin).
+- `kube-default`: kube-scheduler's default profile, pod by pod (`kube_default`).
+
+The three gang policies call `phalanx.core.run_cycle`; only kube-default's
+pod-by-pod placement lives in the simulator, because the core does not do it.
+"""
+
+from __future__ import annotations
+
+from phalanx.sim.clock import WallTimer, default_wall_timer
+from phalanx.sim.model import SimCluster
+from phalanx.sim.policy import Policy
+
+POLICIES = ("phalanx", "kube-default", "gang-spread", "gang-binpack")
+CORE_POLICIES = {
+    "phalanx": (True, "binpack"),
+    "gang-spread": (False, "spread"),
+    "gang-binpack": (False, "binpack"),
+}
+
+
+def make_policy(name: str, cluster: SimCluster, wall: WallTimer = default_wall_timer) -> Policy:
+    if name == "kube-default":
+        from phalanx.sim.policies.kube_default import KubeDefaultPolicy
+
+        return KubeDefaultPolicy(wall)
+    if name in CORE_POLICIES:
+        from phalanx.sim.policies.core_policy import CorePolicy
+
+        topology_aware, node_order = CORE_POLICIES[name]
+        return CorePolicy(name, cluster, topology_aware, node_order, wall)
+    raise ValueError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")

@@ -1,0 +1,93 @@
+"""`kube-default`: a model of kube-scheduler's default profile, pod by pod.
+
+What it reproduces (Kubernetes scheduler, default `KubeSchedulerConfiguration`):
+- Queue: `PrioritySort` (the default QueueSort plugin): higher pod priority
+  first, then earlier creation. A job's pods share its arrival time, so they
+  queue next to each other.
+- One pod at a time, no gang: a pod that fits is bound at once and holds its
+  GPUs while its siblings wait; a job runs only when all its pods do. A pod
+  that fits nowhere is set aside (unschedulable queue) and retried after the
+  next cluster event, without blocking the pods behind it.
+- Filter: `NodeResourcesFit`: requested cpu, memory and `nvidia.com/gpu` fit
+  in what is free on the node.
+- Score: `NodeResourcesFit` with its default `LeastAllocated` strategy over
+  cpu and memory, weight 1 each (GPUs are *not* scored by default), plus
+  `NodeResourcesBalancedAllocation` (also default, weight 1, cpu and memory),
+  with the same integer arithmetic:
+  least = sum_r (free_r - req_r) * 100 // alloc_r / 2, balanced =
+  int((1 - |frac_cpu - frac_mem| / 2) * 100). The other default score
+  plugins (taints, affinity, spreading constraints, image locality) are
+  neutral for these pods.
+- No topology.
+Simplifications, stated: ties go to the first node by name (kube-scheduler
+picks one of the best at random); every node is scored (as with
+`percentageOfNodesToScore: 100`); no preemption (equal priorities).
+Within a cycle, free capacity only shrinks, so once a pod shape failed every
+later pod of the same or a larger shape is skipped; this is exact, not a
+heuristic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from phalanx.sim.clock import WallTimer, default_wall_timer
+from phalanx.sim.jobrun import JobRun
+from phalanx.sim.policy import CycleOutcome, PodPlacement, SchedulingView
+from phalanx.sim.state import ClusterState
+
+MAX_NODE_SCORE = 100
+
+
+def queue_order(pending: Sequence[JobRun]) -> list[JobRun]:
+    """PrioritySort: priority descending, then creation time, then name."""
+    return sorted(pending, key=lambda r: (-r.spec.priority, r.spec.arrival, r.name))
+
+
+def best_node(state: ClusterState, gpus: int, cpu: int, mem: int) -> int | None:
+    """Filter (fit) then score (LeastAllocated + BalancedAllocation); None if nothing fits."""
+    fit = (state.gpu_free >= gpus) & (state.cpu_free >= cpu) & (state.mem_free >= mem)
+    candidates = np.flatnonzero(fit)
+    if candidates.size == 0:
+        return None
+    cpu_cap = state.cpu_cap[candidates]
+    mem_cap = state.mem_cap[candidates]
+    cpu_left = state.cpu_free[candidates] - cpu
+    mem_left = state.mem_free[candidates] - mem
+    least = (
+        cpu_left * MAX_NODE_SCORE // np.maximum(cpu_cap, 1)
+        + mem_left * MAX_NODE_SCORE // np.maximum(mem_cap, 1)
+    ) // 2
+    cpu_frac = np.minimum((cpu_cap - cpu_left) / np.maximum(cpu_cap, 1), 1.0)
+    mem_frac = np.minimum((mem_cap - mem_left) / np.maximum(mem_cap, 1), 1.0)
+    balanced = ((1.0 - np.abs(cpu_frac - mem_frac) / 2.0) * MAX_NODE_SCORE).astype(np.int64)
+    score = least + balanced
+    return int(candidates[int(np.argmax(score))])  # argmax: first best, nodes sorted by name
+
+
+class KubeDefaultPolicy:
+    name = "kube-default"
+
+    def __init__(self, wall: WallTimer = default_wall_timer) -> None:
+        self._wall = wall
+
+    def schedule(self, view: SchedulingView) -> CycleOutcome:
+        started = self._wall()
+        placements: list[PodPlacement] = []
+        failed: list[tuple[int, int, int]] = []
+        scratch = view.state.copy()
+        for run in queue_order(view.pending):
+            spec = run.spec
+            shape = (spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+            for _ in range(spec.pods - run.placed):
+                if any(all(s >= f for s, f in zip(shape, bad, strict=True)) for bad in failed):
+                    break
+                node = best_node(scratch, *shape)
+                if node is None:
+                    failed.append(shape)
+                    break
+                scratch.bind(node, *shape)
+                placements.append(PodPlacement(run.name, node))
+        return CycleOutcome(placements, scheduler_seconds=self._wall() - started)

@@ -1,0 +1,47 @@
+"""What a scheduling policy sees and returns in one cycle.
+
+The engine owns the state; a policy reads a view and proposes pod placements,
+which the engine validates and applies. Core-backed policies and the
+kube-scheduler model both fit behind this one protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from phalanx.sim.jobrun import JobRun
+from phalanx.sim.model import SimCluster
+from phalanx.sim.state import ClusterState
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    job: str
+    node: int
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingView:
+    now: float
+    cluster: SimCluster
+    state: ClusterState
+    pending: Sequence[JobRun]
+    """Arrived jobs that have not started, in arrival order (some may hold pods)."""
+    running: Sequence[JobRun]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleOutcome:
+    placements: Sequence[PodPlacement]
+    scheduler_seconds: float
+    """Wall-clock of the scheduling decision itself (run_cycle for the core)."""
+    prepare_seconds: float = 0.0
+    """Wall-clock spent building the policy's input (the core snapshot)."""
+
+
+class Policy(Protocol):
+    name: str
+
+    def schedule(self, view: SchedulingView) -> CycleOutcome: ...
