@@ -1,0 +1,12 @@
+"""Scheduler settings: one model, read from a YAML file and `PHALANX_*` environment variables."""
+
+from phalanx.config.settings import (
+    LeaderElection,
+    Scoring,
+    Settings,
+    SettingsError,
+    Timeouts,
+    load_settings,
+)
+
+__all__ = ["LeaderElection", "Scoring", "Settings", "SettingsError", "Timeouts", "load_settings"]

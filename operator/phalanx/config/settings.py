@@ -1,0 +1,273 @@
+"""Scheduler settings: the one place every tunable of the operator is declared and checked.
+
+Values come, lowest precedence first, from the defaults below, a YAML file (the ConfigMap
+mounted in the pod; its path in `PHALANX_CONFIG`), and `PHALANX_*` environment variables
+(nested fields with `__`, e.g. `PHALANX_LEADER_ELECTION__ENABLED=false`). A bad value stops
+startup with a `SettingsError` that names the setting and where the value came from, because
+an operator that silently falls back to a default schedules differently from what its
+owner wrote.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "PHALANX_"
+ENV_NESTED_DELIMITER = "__"
+CONFIG_PATH_ENV = "PHALANX_CONFIG"
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+
+Mode = Literal["binder", "gate", "both"]
+NodeOrder = Literal["binpack", "spread"]
+
+
+class SettingsError(ValueError):
+    """A setting is invalid; the message names it, its value and its source."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Scoring(_Section):
+    """How the core ranks nodes and domains (maps onto `phalanx.core` SchedulerConfig)."""
+
+    node_order: NodeOrder = "binpack"
+    topology_aware: bool = True
+
+
+class Timeouts(_Section):
+    """Upper bounds on waits, so a stuck API call never stalls the scheduling loop forever."""
+
+    api_request_seconds: float = Field(default=30.0, gt=0)
+    binding_seconds: float = Field(default=10.0, gt=0)
+    cache_sync_seconds: float = Field(default=120.0, gt=0)
+
+
+class LeaderElection(_Section):
+    """One active scheduler among the replicas, through a coordination.k8s.io Lease."""
+
+    enabled: bool = True
+    lease_name: str = Field(default="phalanx-leader", pattern=_DNS_SUBDOMAIN, max_length=253)
+    lease_namespace: str = Field(default="phalanx-system", pattern=_DNS_LABEL, max_length=63)
+    lease_duration_seconds: float = Field(default=15.0, gt=0)
+    renew_deadline_seconds: float = Field(default=10.0, gt=0)
+    retry_period_seconds: float = Field(default=2.0, gt=0)
+    identity: str = ""  # empty: the pod name (HOSTNAME)
+
+    @model_validator(mode="after")
+    def _ordered_durations(self) -> LeaderElection:
+        # A leader must give up before its lease can expire, or two leaders overlap.
+        if not self.renew_deadline_seconds < self.lease_duration_seconds:
+            raise ValueError(
+                "renew_deadline_seconds: must be less than lease_duration_seconds "
+                f"({self.renew_deadline_seconds:g} >= {self.lease_duration_seconds:g})"
+            )
+        if not self.retry_period_seconds < self.renew_deadline_seconds:
+            raise ValueError(
+                "retry_period_seconds: must be less than renew_deadline_seconds "
+                f"({self.retry_period_seconds:g} >= {self.renew_deadline_seconds:g})"
+            )
+        return self
+
+
+class Settings(BaseSettings):
+    """Everything an operator replica needs to know before it starts."""
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="forbid",
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_NESTED_DELIMITER,
+        case_sensitive=False,
+    )
+
+    mode: Mode = "both"
+    scheduler_name: str = Field(default="phalanx", pattern=_DNS_SUBDOMAIN)
+    namespaces: tuple[str, ...] = ()  # empty: every namespace
+    debounce_seconds: float = Field(default=0.2, ge=0)  # quiet time after a change
+    max_delay_seconds: float = Field(default=1.0, gt=0)  # a busy stream still gets cycles
+    cycle_period_seconds: float = Field(default=5.0, gt=0)  # a cycle at least this often
+    binding_concurrency: int = Field(default=32, ge=1, le=1024)  # requests in flight per gang
+    assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
+    partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
+    backoff_initial_seconds: float = Field(default=5.0, gt=0)  # retry after a timeout
+    backoff_max_seconds: float = Field(default=300.0, gt=0)
+    default_topology: str = Field(default="default", min_length=1)
+    default_queue: str = Field(default="default", pattern=_DNS_SUBDOMAIN)
+    create_default_queue: bool = True
+    scoring: Scoring = Scoring()
+    timeouts: Timeouts = Timeouts()
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = Field(default=8080, ge=1, le=65535)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "console"] = "json"
+    leader_election: LeaderElection = LeaderElection()
+
+    @model_validator(mode="after")
+    def _ordered_delays(self) -> Settings:
+        # debounce <= max delay <= period, else the loop's timers contradict each other.
+        pairs = (
+            ("debounce_seconds", "max_delay_seconds"),
+            ("max_delay_seconds", "cycle_period_seconds"),
+            ("backoff_initial_seconds", "backoff_max_seconds"),
+        )
+        for low, high in pairs:
+            low_value, high_value = getattr(self, low), getattr(self, high)
+            if low_value > high_value:
+                raise ValueError(f"{low}: must not exceed {high} ({low_value:g} > {high_value:g})")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only explicit values: `load_settings` merges file and environment itself, so that
+        # tests pass an environment instead of mutating the process's one.
+        return (init_settings,)
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment parsing, applied to a given mapping."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = dict(env)
+        super().__init__(Settings)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {key.lower(): value for key, value in self._env.items()}
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Settings from `path` (default: `$PHALANX_CONFIG`, if set) overridden by `env`.
+
+    `env` defaults to the process environment. Raises `SettingsError` naming every bad setting.
+    """
+    environ = os.environ if env is None else env
+    config_path = path if path is not None else environ.get(CONFIG_PATH_ENV) or None
+    file_values = _read_yaml(Path(config_path)) if config_path else {}
+    try:
+        env_values = _MappingEnvSource(environ)()
+    except Exception as err:  # pydantic-settings raises plain ValueError/SettingsError here
+        raise SettingsError(
+            f"environment: {err} (a section takes JSON, or set one field with "
+            f"{ENV_PREFIX}<SECTION>{ENV_NESTED_DELIMITER}<FIELD>)"
+        ) from None
+    merged = _deep_merge(file_values, env_values)
+    try:
+        return Settings(**merged)
+    except ValidationError as err:
+        where = _Origins(config_path, file_values, env_values)
+        raise SettingsError(_describe(err, where)) from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise SettingsError(f"{CONFIG_PATH_ENV}: cannot read {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise SettingsError(f"{path}: not valid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: must hold a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class _Origins:
+    """Where a value at a given path came from, for error messages."""
+
+    def __init__(self, path: object, file_values: Mapping[str, Any], env: Mapping[str, Any]):
+        self._path = path
+        self._file = file_values
+        self._env = env
+
+    def of(self, loc: tuple[str | int, ...]) -> str:
+        keys = [str(part) for part in loc]
+        if keys and _has_path(self._env, keys):
+            return "env " + ENV_PREFIX + ENV_NESTED_DELIMITER.join(keys).upper()
+        if keys and _has_path(self._file, keys):
+            return f"file {self._path}"
+        return ""
+
+
+def _has_path(values: Mapping[str, Any], keys: list[str]) -> bool:
+    node: Any = values
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def _describe(err: ValidationError, where: _Origins) -> str:
+    lines = []
+    for error in err.errors(include_url=False):
+        loc = tuple(error["loc"])
+        name = ".".join(str(part) for part in loc)
+        if error["type"] == "value_error":
+            # Cross-field checks: the message starts with the field it blames.
+            lines.append(f"{name}.{_plain(error)}" if name else _plain(error))
+            continue
+        origin = where.of(loc)
+        detail = f"{_plain(error)} (got {error['input']!r}{' from ' + origin if origin else ''})"
+        lines.append(f"{name}: {detail}")
+    return "; ".join(lines)
+
+
+def _plain(error: Mapping[str, Any]) -> str:
+    """Pydantic's messages, reworded for someone editing a ConfigMap."""
+    ctx = error.get("ctx") or {}
+    kind = error["type"]
+    bounds = {
+        "greater_than": ">",
+        "greater_than_equal": ">=",
+        "less_than": "<",
+        "less_than_equal": "<=",
+    }
+    if kind in bounds:
+        (bound,) = ctx.values()
+        return f"must be {bounds[kind]} {bound:g}"
+    if kind == "literal_error":
+        return f"must be one of {ctx['expected']}"
+    if kind == "extra_forbidden":
+        return "unknown setting"
+    if kind == "string_pattern_mismatch":
+        return "must be a lowercase DNS name"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return str(error["msg"]).lower()
