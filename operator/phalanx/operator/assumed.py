@@ -1,0 +1,73 @@
+"""Pods the writer bound or un-gated that the watch has not shown on a node yet.
+
+Kube-scheduler's idea: without it the next cycle would see those pods still pending and
+their GPUs still free, and place something else there. An entry ends when the watch
+shows the pod on a node, when the pod is gone, or when it expires.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from phalanx.operator.cache import Body
+from phalanx.operator.settings import GATE
+
+
+@dataclasses.dataclass(frozen=True)
+class Assumption:
+    node: str
+    expires: float
+
+
+class AssumedPods:
+    def __init__(self, ttl_seconds: float) -> None:
+        self._ttl = ttl_seconds
+        self._pods: dict[str, Assumption] = {}
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def __contains__(self, pod_key: object) -> bool:
+        return pod_key in self._pods
+
+    def node_of(self, pod_key: str) -> str | None:
+        entry = self._pods.get(pod_key)
+        return entry.node if entry else None
+
+    def assume(self, pod_key: str, node: str, now: float) -> None:
+        self._pods[pod_key] = Assumption(node, now + self._ttl)
+
+    def forget(self, pod_key: str) -> None:
+        self._pods.pop(pod_key, None)
+
+    def expire(self, pods: Mapping[str, Body], now: float) -> None:
+        """Drop entries the watch confirmed (pod on a node, or gone) or that timed out."""
+        for key, entry in list(self._pods.items()):
+            pod = pods.get(key)
+            if pod is None or pod.get("spec", {}).get("nodeName") or entry.expires <= now:
+                del self._pods[key]
+
+    def overlay(self, pods: Iterable[Body]) -> list[Body]:
+        """The pods as the core should see them: assumed ones on their node, ungated."""
+        return [self._overlay_one(pod) for pod in pods] if self._pods else list(pods)
+
+    def _overlay_one(self, pod: Body) -> Body:
+        meta = pod.get("metadata", {})
+        entry = self._pods.get(f"{meta.get('namespace')}/{meta.get('name')}")
+        if entry is None or pod.get("spec", {}).get("nodeName"):
+            return pod
+        return assumed_on(pod, entry.node)
+
+
+def assumed_on(pod: Body, node: str) -> dict[str, Any]:
+    """A copy of the pod as if bound to `node` (and no longer gated by Phalanx)."""
+    spec = dict(pod.get("spec", {}))
+    spec["nodeName"] = node
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GATE]
+    if gates:
+        spec["schedulingGates"] = gates
+    else:
+        spec.pop("schedulingGates", None)
+    return {**pod, "spec": spec}

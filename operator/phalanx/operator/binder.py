@@ -1,0 +1,117 @@
+"""The writer of placements: a gang's pods bound (or un-gated) together, plan first.
+
+Per gang: 1. the plan (pod -> node) is written on the PodGroup; if that fails (group
+deleted), nothing else is written. 2. Every pod is assumed on its node. 3. Bindings
+(binder mode) or pin-and-ungate patches (gate mode) go out concurrently, bounded by a
+semaphore shared by all gangs. 4. Failed pods are un-assumed and the plan is removed.
+
+A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
+final. Those pods stay bound and count as placed members; the next cycles place the
+missing ones (all at once), and `scheduler.partial_gangs` releases a partial gang whose
+pods have a controller if it stays partial past its deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.cache import Body
+from phalanx.operator.client import MERGE_PATCH, Api, Reply, group_path, pod_path
+from phalanx.operator.gates import ungate_patch
+from phalanx.operator.plans import Plan
+from phalanx.operator.pods import is_gated
+from phalanx.operator.settings import PLAN_ANNOTATION
+
+
+@dataclasses.dataclass(frozen=True)
+class GangOutcome:
+    group: str
+    placed: tuple[str, ...] = ()
+    failed: Mapping[str, str] = dataclasses.field(default_factory=dict)  # pod -> reason
+    skipped: str = ""  # why nothing was written
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.placed) and bool(self.failed)
+
+
+def binding_body(namespace: str, name: str, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
+class Writer:
+    def __init__(self, api: Api, assumed: AssumedPods, concurrency: int) -> None:
+        self._api = api
+        self._assumed = assumed
+        self._slots = asyncio.Semaphore(concurrency)
+        self.requests = 0
+        self.plan_ids: set[str] = set()  # plans this process wrote or took over
+
+    async def place_gang(
+        self,
+        group_key: str,
+        group: Body | None,
+        assignments: Mapping[str, str],
+        pods: Mapping[str, Body],
+        now: float,
+        plan_id: str | None = None,
+    ) -> GangOutcome:
+        """Place every assigned pod; `group` None for implicit groups (no plan is kept)."""
+        plan = Plan(plan_id or uuid.uuid4().hex[:12], dict(assignments))
+        self.plan_ids.add(plan.id)
+        if group is not None and plan_id is None:
+            reply = await self._set_plan(group, plan.encode())
+            if not reply.ok:
+                return GangOutcome(group_key, skipped=f"plan not recorded: {reply.reason}")
+        for pod_key, node in assignments.items():
+            self._assumed.assume(pod_key, node, now)
+        replies = await asyncio.gather(
+            *(self._place_pod(key, node, pods.get(key)) for key, node in assignments.items())
+        )
+        placed, failed = [], {}
+        for (key, _), reply in zip(assignments.items(), replies, strict=True):
+            if reply.ok:
+                placed.append(key)
+            else:
+                failed[key] = f"{reply.status} {reply.reason}"
+                self._assumed.forget(key)
+        if group is not None:
+            await self._set_plan(group, None)
+        return GangOutcome(group_key, tuple(placed), failed)
+
+    async def clear_plan(self, group: Body) -> Reply:
+        return await self._set_plan(group, None)
+
+    async def _set_plan(self, group: Body, value: str | None) -> Reply:
+        meta = group.get("metadata", {})
+        path = group_path("podgroups", meta.get("name", ""), meta.get("namespace", ""))
+        patch = {"metadata": {"annotations": {PLAN_ANNOTATION: value}}}
+        self.requests += 1
+        return await self._api.request("PATCH", path, patch, MERGE_PATCH)
+
+    async def _place_pod(self, pod_key: str, node: str, pod: Body | None) -> Reply:
+        namespace, name = pod_key.split("/", 1)
+        async with self._slots:
+            self.requests += 1
+            if pod is not None and is_gated(pod):
+                return await self._api.request(
+                    "PATCH", pod_path(namespace, name), ungate_patch(pod, node), MERGE_PATCH
+                )
+            return await self._api.request(
+                "POST", pod_path(namespace, name, "binding"), binding_body(namespace, name, node)
+            )
+
+    async def delete_pod(self, pod_key: str) -> Reply:
+        namespace, name = pod_key.split("/", 1)
+        self.requests += 1
+        return await self._api.request("DELETE", pod_path(namespace, name))

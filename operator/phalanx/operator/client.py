@@ -1,0 +1,128 @@
+"""The few API calls the writer makes, as raw JSON requests.
+
+Raw requests because the generated client cannot read the API server's reply to a
+binding (a Status, not a Binding: kubernetes-client/python#547); every reply here is
+read as JSON and judged by its status code only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import kopf
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+
+from phalanx.operator.settings import API_GROUP, API_VERSION
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    status: int
+    body: Mapping[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def reason(self) -> str:
+        return str(self.body.get("reason") or self.body.get("message") or self.status)
+
+
+class Api(Protocol):
+    """What the writer needs from the API server (faked in unit tests)."""
+
+    async def request(
+        self, method: str, path: str, body: Any = None, content_type: str = JSON
+    ) -> Reply: ...
+
+
+def group_path(plural: str, name: str = "", namespace: str = "", sub: str = "") -> str:
+    """URL path of a Phalanx custom object (namespaced when `namespace` is given)."""
+    base = f"/apis/{API_GROUP}/{API_VERSION}"
+    if namespace:
+        base += f"/namespaces/{namespace}"
+    path = f"{base}/{plural}"
+    if name:
+        path += f"/{name}"
+    if sub:
+        path += f"/{sub}"
+    return path
+
+
+def pod_path(namespace: str, name: str, sub: str = "") -> str:
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+    return f"{path}/{sub}" if sub else path
+
+
+class KubeApi:
+    """`Api` over a kubernetes-asyncio ApiClient, replies never deserialized into models."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self._client = api_client
+
+    async def request(
+        self, method: str, path: str, body: Any = None, content_type: str = JSON
+    ) -> Reply:
+        try:
+            response = await self._client.call_api(
+                path,
+                method,
+                header_params={"Content-Type": content_type, "Accept": JSON},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=30,
+            )
+        except k8s.ApiException as error:  # raised for transport-level failures only
+            return Reply(int(error.status or 0), {"message": str(error.reason)})
+        try:
+            raw = await response.read()
+        finally:
+            response.release()
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            data = {"message": raw[:200].decode(errors="replace")}
+        return Reply(int(response.status), data if isinstance(data, dict) else {})
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+async def load_configuration(kubeconfig: str | None) -> k8s.Configuration:
+    """In-cluster service account, else the given kubeconfig, else $KUBECONFIG/~/.kube/config."""
+    configuration = k8s.Configuration()
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    else:
+        await k8s_config.load_kube_config(
+            config_file=kubeconfig, client_configuration=configuration
+        )
+    return configuration
+
+
+async def connection_info(configuration: k8s.Configuration) -> kopf.ConnectionInfo:
+    """The same credentials, in the form Kopf's login handler returns."""
+    header = configuration.get_api_key_with_prefix("BearerToken")
+    if header is not None and not isinstance(header, str):
+        header = await header
+    parts = header.split(" ", 1) if header else []
+    scheme, token = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0] if parts else None)
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        scheme=scheme,
+        token=token,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )

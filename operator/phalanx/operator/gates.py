@@ -1,0 +1,51 @@
+"""Gate mode: the patch that pins a gated pod to its node and lifts Phalanx's gate.
+
+Kubernetes lets a pod that still has scheduling gates have its required node affinity
+narrowed (KEP-3838): empty terms may be set; existing terms may only gain requirements.
+So the node is added as a `matchFields metadata.name In [node]` requirement to every
+existing term (or as the only term), and the gate is removed in the same patch, so
+kube-scheduler never sees the pod ungated without its node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phalanx.operator.cache import Body
+from phalanx.operator.settings import GATE
+
+
+def node_requirement(node: str) -> dict[str, Any]:
+    return {"key": "metadata.name", "operator": "In", "values": [node]}
+
+
+def pinned_terms(pod: Body, node: str) -> list[dict[str, Any]]:
+    """The pod's required node selector terms, each narrowed to `node`."""
+    affinity = pod.get("spec", {}).get("affinity") or {}
+    required = (affinity.get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return [{"matchFields": [node_requirement(node)]}]
+    return [
+        {**term, "matchFields": [*(term.get("matchFields") or []), node_requirement(node)]}
+        for term in terms
+    ]
+
+
+def ungate_patch(pod: Body, node: str) -> dict[str, Any]:
+    """A JSON merge patch: lists are replaced whole, so both lists are written in full."""
+    spec = pod.get("spec", {})
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GATE]
+    terms = pinned_terms(pod, node)
+    return {
+        "spec": {
+            "schedulingGates": gates or None,
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+                }
+            },
+        }
+    }

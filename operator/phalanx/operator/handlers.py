@@ -1,0 +1,69 @@
+"""Kopf registrations: indexes and event handlers only, which never write to what they watch.
+
+Every kind is indexed (`@kopf.index`): Kopf keeps one slimmed body per object, drops it
+on deletion, and holds back all other handlers until every index is listed. So the
+first event handler call means the cache is complete, and the loop may start.
+Event handlers only poke the loop; no per-pod handler does scheduling work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable
+from typing import Any
+
+import kopf
+import structlog
+
+from phalanx.operator.cache import Kind, Store, object_key, slim
+from phalanx.operator.settings import API_GROUP
+
+log = structlog.get_logger("phalanx.operator")
+
+RESOURCES: dict[Kind, tuple[str, ...]] = {
+    Kind.NODE: ("v1", "nodes"),
+    Kind.POD: ("v1", "pods"),
+    Kind.POD_GROUP: (API_GROUP, "podgroups"),
+    Kind.QUEUE: (API_GROUP, "queues"),
+    Kind.NETWORK_TOPOLOGY: (API_GROUP, "networktopologies"),
+    Kind.PRIORITY_CLASS: ("scheduling.k8s.io", "priorityclasses"),
+}
+
+
+def index_body(body: kopf.Body, **_: Any) -> dict[Hashable, Any]:
+    return {object_key(body): slim(body)}
+
+
+def register(
+    registry: kopf.OperatorRegistry,
+    stores: dict[Kind, Store],
+    on_change: Any,
+    on_startup: Any,
+    on_cleanup: Any,
+) -> None:
+    """Register handlers on `registry`; `stores` is filled with Kopf's index objects."""
+
+    async def startup(**kwargs: Any) -> None:
+        for kind in Kind:
+            stores[kind] = kwargs[kind.value]
+        await on_startup()
+
+    async def cleanup(**_: Any) -> None:
+        await on_cleanup()
+
+    kopf.on.startup(registry=registry)(startup)
+    kopf.on.cleanup(registry=registry)(cleanup)
+
+    for kind, (group, plural) in RESOURCES.items():
+        kopf.index(group, plural, id=kind.value, registry=registry)(index_body)
+        kopf.on.event(group, plural, id=f"{kind.value}_events", registry=registry)(
+            _poker(on_change)
+        )
+
+
+def _poker(on_change: Any) -> Any:
+    async def poke(**_: Any) -> None:
+        on_change()
+        await asyncio.sleep(0)
+
+    return poke

@@ -1,0 +1,68 @@
+"""The one scheduling loop: a cycle shortly after changes (debounced), and periodically.
+
+Event handlers only call `poke()`. A burst of events during the quiet period, or
+during a running cycle, folds into one following cycle; a steady stream still gets
+a cycle every `max_delay` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+log = structlog.get_logger("phalanx.operator")
+
+
+class SchedulingLoop:
+    def __init__(
+        self,
+        cycle: Callable[[], Awaitable[object]],
+        debounce: float,
+        max_delay: float,
+        period: float,
+    ) -> None:
+        self._cycle = cycle
+        self._debounce = debounce
+        self._max_delay = max_delay
+        self._period = period
+        self._dirty = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.cycles = 0
+        self.errors = 0
+        self.pokes = 0
+
+    def poke(self) -> None:
+        self.pokes += 1
+        self._dirty.set()
+
+    async def run(self) -> None:
+        await self.ready.wait()
+        while True:
+            await self._wait_for_change()
+            try:
+                await self._cycle()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.errors += 1
+                log.exception("cycle failed; retrying", errors=self.errors)
+                await asyncio.sleep(min(self._period, 0.5 * 2 ** min(self.errors, 6)))
+            else:
+                self.errors = 0
+            self.cycles += 1
+
+    async def _wait_for_change(self) -> None:
+        try:
+            await asyncio.wait_for(self._dirty.wait(), timeout=self._period)
+        except TimeoutError:
+            return  # periodic cycle
+        first = time.monotonic()
+        while True:
+            self._dirty.clear()
+            await asyncio.sleep(self._debounce)
+            if not self._dirty.is_set() or time.monotonic() - first >= self._max_delay:
+                break
+        self._dirty.clear()

@@ -1,0 +1,97 @@
+"""Assembles the operator: Kopf watches -> cache -> loop -> scheduler -> writer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import kopf
+import structlog
+from kubernetes_asyncio import client as k8s
+
+from phalanx.core.config import SchedulerConfig
+from phalanx.operator.cache import ClusterCache, Kind, Store
+from phalanx.operator.client import Api, KubeApi, connection_info, group_path
+from phalanx.operator.handlers import register
+from phalanx.operator.loop import SchedulingLoop
+from phalanx.operator.scheduler import Scheduler
+from phalanx.operator.settings import DEFAULT_QUEUE, OperatorConfig, kopf_settings
+
+log = structlog.get_logger("phalanx.operator")
+
+
+class Operator:
+    """One operator instance with its own Kopf registry (several can live in one process)."""
+
+    def __init__(
+        self,
+        configuration: k8s.Configuration,
+        config: OperatorConfig | None = None,
+        core_config: SchedulerConfig | None = None,
+    ) -> None:
+        self.configuration = configuration
+        self.config = config or OperatorConfig()
+        self.stores: dict[Kind, Store] = {}
+        self.cache = ClusterCache(self.stores)
+        self.api_client = k8s.ApiClient(configuration)
+        self.api: Api = KubeApi(self.api_client)
+        self.scheduler = Scheduler(self.cache, self.api, self.config, core_config)
+        self.loop = SchedulingLoop(
+            self.scheduler.cycle,
+            debounce=self.config.debounce_seconds,
+            max_delay=self.config.max_delay_seconds,
+            period=self.config.period_seconds,
+        )
+        self.registry = kopf.OperatorRegistry()
+        self._task: asyncio.Task[None] | None = None
+        register(self.registry, self.stores, self._changed, self._startup, self._cleanup)
+        kopf.on.login(registry=self.registry)(self._login)
+
+    async def run(
+        self, stop: asyncio.Event | None = None, ready: asyncio.Event | None = None
+    ) -> None:
+        """Run until `stop` is set (or the task is cancelled)."""
+        await kopf.operator(
+            registry=self.registry,
+            settings=kopf_settings(self.config),
+            clusterwide=True,
+            standalone=True,
+            stop_flag=stop,
+            ready_flag=ready,
+        )
+
+    async def _login(self, **_: Any) -> kopf.ConnectionInfo:
+        return await connection_info(self.configuration)
+
+    def _changed(self) -> None:
+        self.loop.ready.set()
+        self.loop.poke()
+
+    async def _startup(self) -> None:
+        if self.config.create_default_queue:
+            await ensure_default_queue(self.api)
+        self._task = asyncio.create_task(self.loop.run(), name="phalanx scheduling loop")
+        log.info("operator started", mode=self.config.mode.value)
+
+    async def _cleanup(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.api_client.close()
+        log.info("operator stopped", cycles=self.loop.cycles)
+
+
+async def ensure_default_queue(api: Api) -> None:
+    body = {
+        "apiVersion": "scheduling.phalanx.io/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": DEFAULT_QUEUE},
+        "spec": {"weight": 1},
+    }
+    reply = await api.request("POST", group_path("queues"), body)
+    if reply.ok:
+        log.info("created the default queue")
+    elif reply.status != 409:
+        log.warning("default queue not created", status=reply.status, reason=reply.reason)

@@ -1,0 +1,68 @@
+"""The intended placement of a gang, written on its PodGroup before any pod is placed.
+
+A restarted operator reads leftover plans first: a plan with some pods already placed
+is finished (the rest go to the same nodes, reserved before the cycle runs); a plan
+with none placed is dropped and the group planned afresh; a plan whose nodes are gone
+is dropped too, and the bound pods count as placed members of the group.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from collections.abc import Collection, Mapping
+
+from phalanx.operator.cache import Body
+from phalanx.operator.pods import is_bound, is_deleting, is_gated, wants_phalanx
+from phalanx.operator.settings import PLAN_ANNOTATION
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    id: str
+    pods: Mapping[str, str]  # pod key -> node
+
+    def encode(self) -> str:
+        return json.dumps({"id": self.id, "pods": dict(self.pods)}, sort_keys=True)
+
+
+def decode_plan(group: Body) -> Plan | None:
+    """The plan on a PodGroup, or None (absent or unreadable: treated as no plan)."""
+    raw = (group.get("metadata", {}).get("annotations") or {}).get(PLAN_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        pods = {str(k): str(v) for k, v in dict(data["pods"]).items()}
+        return Plan(str(data["id"]), pods)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class Outcome(enum.StrEnum):
+    DONE = "done"  # every planned pod is placed or gone: only the annotation is left
+    DROP = "drop"  # nothing placed yet, or a planned node vanished: plan afresh
+    FINISH = "finish"  # some placed: place the rest on their planned nodes
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolution:
+    outcome: Outcome
+    remaining: Mapping[str, str]  # pod key -> node, for FINISH
+
+
+def resolve(plan: Plan, pods: Mapping[str, Body], nodes: Collection[str]) -> Resolution:
+    live = {k: pods[k] for k in plan.pods if k in pods and not is_deleting(pods[k])}
+    placed = [k for k, pod in live.items() if not _waiting(pod)]
+    remaining = {k: plan.pods[k] for k, pod in live.items() if _waiting(pod)}
+    if not remaining:
+        return Resolution(Outcome.DONE, {})
+    if not placed or any(node not in nodes for node in remaining.values()):
+        return Resolution(Outcome.DROP, {})
+    return Resolution(Outcome.FINISH, remaining)
+
+
+def _waiting(pod: Body) -> bool:
+    """Still for Phalanx to place: unbound and gated by us or naming our scheduler."""
+    return not is_bound(pod) and (is_gated(pod) or wants_phalanx(pod))

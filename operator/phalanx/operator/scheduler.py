@@ -1,0 +1,330 @@
+"""One scheduling cycle of the operator: snapshot, core, writes, status, events.
+
+Order matters: leftover plans are finished first, so the capacity they hold is
+reserved (as assumed pods) before the core plans anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from phalanx.core.config import SchedulerConfig
+from phalanx.core.cycle import run_cycle
+from phalanx.core.result import CycleResult, GroupDecision
+from phalanx.core.snapshot import Snapshot
+from phalanx.core.status import Reason
+from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.binder import GangOutcome, Writer
+from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
+from phalanx.operator.client import MERGE_PATCH, Api, group_path
+from phalanx.operator.events import Event, EventRecorder
+from phalanx.operator.plans import Outcome, decode_plan, resolve
+from phalanx.operator.pods import (
+    group_key_of,
+    has_controller,
+    is_bound,
+    is_terminal,
+    pod_key,
+)
+from phalanx.operator.settings import OperatorConfig
+from phalanx.operator.snapshot import take_snapshot
+from phalanx.operator.status import differs, podgroup_status, queue_status
+from phalanx.operator.topology_status import allocated_by_queue, topology_status
+
+log = structlog.get_logger("phalanx.operator")
+
+
+@dataclasses.dataclass
+class Backoff:
+    delay: float
+    until: float
+
+
+@dataclasses.dataclass
+class Counters:
+    cycles: int = 0
+    bound: int = 0
+    failed: int = 0
+    status_writes: int = 0
+    released: int = 0
+
+
+def creation_time(body: Body) -> float | None:
+    stamp = body.get("metadata", {}).get("creationTimestamp")
+    if not stamp:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class Scheduler:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        api: Api,
+        config: OperatorConfig,
+        core_config: SchedulerConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cache = cache
+        self.api = api
+        self.config = config
+        self.core_config = core_config or SchedulerConfig()
+        self.clock = clock
+        self.assumed = AssumedPods(config.assume_seconds)
+        self.writer = Writer(api, self.assumed, config.bind_concurrency)
+        self.events = EventRecorder(api)
+        self.backoff: dict[str, Backoff] = {}
+        self.partial_since: dict[str, float] = {}
+        self.written: dict[str, dict[str, Any]] = {}  # object key -> last status we wrote
+        self.counters = Counters()
+
+    async def cycle(self) -> CycleResult:
+        now = self.clock()
+        pods = {pod_key(p): p for p in self.cache.objects(Kind.POD)}
+        self.assumed.expire(pods, now)
+        await self._recover_plans(pods, now)
+        hidden = {key for key, b in self.backoff.items() if b.until > now}
+        snapshot = take_snapshot(
+            self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces
+        )
+        result = run_cycle(snapshot, self.core_config, now)
+        outcomes = await self._place(result, pods, now)
+        pods = {pod_key(p): p for p in self.assumed.overlay(pods.values())}
+        groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
+        members = _members(pods.values())
+        await self._release_partial(result, groups, members, now)
+        phases = await self._group_statuses(result, groups, members, hidden, now)
+        await self._missing_groups(result, members, now)
+        await self._queue_statuses(snapshot, phases)
+        await self._topology_statuses(snapshot)
+        self.counters.cycles += 1
+        self._log(result, outcomes, now)
+        return result
+
+    # -- placing ---------------------------------------------------------------------------
+
+    async def _recover_plans(self, pods: Mapping[str, Body], now: float) -> None:
+        nodes = {object_key(n) for n in self.cache.objects(Kind.NODE)}
+        for group in list(self.cache.objects(Kind.POD_GROUP)):
+            plan = decode_plan(group)
+            if plan is None or plan.id in self.writer.plan_ids:
+                continue
+            self.writer.plan_ids.add(plan.id)
+            decision = resolve(plan, pods, nodes)
+            if decision.outcome is Outcome.FINISH:
+                outcome = await self.writer.place_gang(
+                    object_key(group), group, decision.remaining, pods, now, plan_id=plan.id
+                )
+                log.info("plan finished", group=object_key(group), placed=len(outcome.placed),
+                         failed=len(outcome.failed))
+            else:
+                await self.writer.clear_plan(group)
+                log.info("plan dropped", group=object_key(group), outcome=decision.outcome.value)
+
+    async def _place(
+        self, result: CycleResult, pods: Mapping[str, Body], now: float
+    ) -> list[GangOutcome]:
+        gangs: dict[str, dict[str, str]] = {}
+        for binding in result.bindings:
+            gangs.setdefault(binding.group, {})[binding.pod] = binding.node
+        writes = [
+            self.writer.place_gang(
+                key, self._group_body(key, result.decision(key)), assignments, pods, now
+            )
+            for key, assignments in gangs.items()
+        ]
+        outcomes = list(await asyncio.gather(*writes))
+        for outcome in outcomes:
+            self.counters.bound += len(outcome.placed)
+            self.counters.failed += len(outcome.failed)
+            group = self.cache.get(Kind.POD_GROUP, outcome.group)
+            if group is None:
+                continue
+            if outcome.failed:
+                first = next(iter(outcome.failed.items()))
+                await self.events.post(Event(
+                    group, "Warning", "BindingFailed",
+                    f"{len(outcome.failed)} of {len(outcome.failed) + len(outcome.placed)} pods "
+                    f"not placed (e.g. {first[0]}: {first[1]}); placed pods stay, the rest is "
+                    "retried", topic="binding"), now)
+        return outcomes
+
+    def _group_body(self, key: str, decision: GroupDecision | None) -> Body | None:
+        if decision is not None and decision.implicit:
+            return None
+        return self.cache.get(Kind.POD_GROUP, key)
+
+    async def _release_partial(
+        self,
+        result: CycleResult,
+        groups: Mapping[str, Body],
+        members: Mapping[str, Sequence[Body]],
+        now: float,
+    ) -> None:
+        """A gang left short of minMember (a placement write failed) past its deadline:
+        its placed pods are deleted when a controller will recreate them."""
+        for key, group in groups.items():
+            pods = members.get(key, [])
+            placed = [p for p in pods if is_bound(p) and not is_terminal(p)]
+            min_member = int(group.get("spec", {}).get("minMember") or 1)
+            phase = (group.get("status") or {}).get("phase", "Pending")
+            partial = 0 < len(placed) < min_member and phase in ("Pending", "Inqueue") and not any(
+                is_terminal(p) for p in pods)
+            if not partial:
+                self.partial_since.pop(key, None)
+                continue
+            since = self.partial_since.setdefault(key, now)
+            timeout = int(group.get("spec", {}).get("scheduleTimeoutSeconds") or 0)
+            if now - since < max(timeout, self.config.partial_grace_seconds):
+                continue
+            if all(has_controller(p) for p in placed):
+                for pod in placed:
+                    await self.writer.delete_pod(pod_key(pod))
+                self.counters.released += 1
+                self.partial_since.pop(key, None)
+                await self.events.post(Event(
+                    group, "Warning", "PartialGangReleased",
+                    f"{len(placed)} of {min_member} pods were placed and the rest could not be; "
+                    "deleted the placed pods so their controller recreates them", topic="partial"),
+                    now)
+            else:
+                await self.events.post(Event(
+                    group, "Warning", "PartialGang",
+                    f"{len(placed)} of {min_member} pods are placed and the rest cannot be; the "
+                    "placed pods have no controller and are left running", topic="partial"), now)
+
+    # -- status ----------------------------------------------------------------------------
+
+    async def _group_statuses(
+        self,
+        result: CycleResult,
+        groups: Mapping[str, Body],
+        members: Mapping[str, Sequence[Body]],
+        hidden: set[str],
+        now: float,
+    ) -> list[tuple[str, str]]:
+        phases: list[tuple[str, str]] = []
+        for key, group in groups.items():
+            queue = str(group.get("spec", {}).get("queue") or "default")
+            if key in hidden:
+                phases.append((queue, (group.get("status") or {}).get("phase", "Pending")))
+                continue
+            decision = result.decision(key)
+            timed_out = self._timed_out(key, group, decision, now)
+            desired = podgroup_status(group, members.get(key, []), decision, now, timed_out)
+            phases.append((queue, desired["phase"]))
+            await self._events_for(group, desired, decision, timed_out, now)
+            await self._write_status(key, group, "podgroups", desired)
+        return phases
+
+    def _timed_out(
+        self, key: str, group: Body, decision: GroupDecision | None, now: float
+    ) -> bool:
+        timeout = group.get("spec", {}).get("scheduleTimeoutSeconds")
+        if decision is None or decision.scheduled or timeout is None:
+            self.backoff.pop(key, None)
+            return False
+        created = creation_time(group) or now
+        if now - created < float(timeout):
+            return False
+        previous = self.backoff.get(key)
+        delay = self.config.backoff_initial_seconds if previous is None else min(
+            previous.delay * 2, self.config.backoff_max_seconds)
+        self.backoff[key] = Backoff(delay, now + delay)
+        return True
+
+    async def _events_for(
+        self,
+        group: Body,
+        desired: Mapping[str, Any],
+        decision: GroupDecision | None,
+        timed_out: bool,
+        now: float,
+    ) -> None:
+        conditions = {c["type"]: c for c in desired["conditions"]}
+        if conditions["Admitted"]["status"] == "True":
+            await self.events.post(Event(group, "Normal", "Admitted",
+                                         conditions["Admitted"]["message"]), now)
+        if conditions["Scheduled"]["status"] == "True":
+            await self.events.post(Event(group, "Normal", "Scheduled",
+                                         conditions["Scheduled"]["message"], topic="scheduling"),
+                                   now)
+        elif conditions["Unschedulable"]["status"] == "True":
+            unschedulable = conditions["Unschedulable"]
+            await self.events.post(Event(group, "Warning", unschedulable["reason"],
+                                         unschedulable["message"], topic="scheduling"), now)
+        if timed_out:
+            delay = self.backoff[object_key(group)].delay
+            await self.events.post(Event(
+                group, "Warning", Reason.TIMEOUT,
+                f"not placed within {group['spec'].get('scheduleTimeoutSeconds')}s; still queued, "
+                f"next attempt in {delay:g}s", topic="timeout"), now)
+
+    async def _missing_groups(
+        self, result: CycleResult, members: Mapping[str, Sequence[Body]], now: float
+    ) -> None:
+        for decision in result.groups:
+            if decision.reason != Reason.GROUP_NOT_FOUND:
+                continue
+            for pod in members.get(decision.group, []):
+                if not is_bound(pod):
+                    await self.events.post(Event(pod, "Warning", Reason.GROUP_NOT_FOUND,
+                                                 decision.message), now)
+
+    async def _queue_statuses(self, snapshot: Snapshot, phases: list[tuple[str, str]]) -> None:
+        allocated = allocated_by_queue(snapshot)
+        for queue in list(self.cache.objects(Kind.QUEUE)):
+            name = object_key(queue)
+            desired = queue_status(name, phases, allocated.get(name, {}))
+            await self._write_status(name, queue, "queues", desired)
+
+    async def _topology_statuses(self, snapshot: Snapshot) -> None:
+        for topology in list(self.cache.objects(Kind.NETWORK_TOPOLOGY)):
+            name = object_key(topology)
+            desired = topology_status(snapshot, name)
+            if desired is not None:
+                await self._write_status(name, topology, "networktopologies", desired)
+
+    async def _write_status(
+        self, key: str, body: Body, plural: str, desired: dict[str, Any]
+    ) -> None:
+        written_key = f"{plural}/{key}"
+        if not differs(desired, body.get("status")) or self.written.get(written_key) == desired:
+            return
+        meta = body.get("metadata", {})
+        path = group_path(plural, meta.get("name", ""), meta.get("namespace", ""), "status")
+        reply = await self.api.request("PATCH", path, {"status": desired}, MERGE_PATCH)
+        self.counters.status_writes += 1
+        if reply.ok:
+            self.written[written_key] = desired
+        else:
+            log.warning("status not written", object=written_key, status=reply.status,
+                        reason=reply.reason)
+
+    def _log(self, result: CycleResult, outcomes: list[GangOutcome], now: float) -> None:
+        waiting = sum(1 for d in result.groups if not d.scheduled)
+        if outcomes or self.counters.cycles % 60 == 1:
+            log.info("cycle", cycle=self.counters.cycles, groups=len(result.groups),
+                     waiting=waiting, gangs_placed=sum(1 for o in outcomes if o.placed),
+                     pods_placed=sum(len(o.placed) for o in outcomes),
+                     failed=sum(len(o.failed) for o in outcomes), assumed=len(self.assumed),
+                     invalid=len(result.invalid), seconds=round(self.clock() - now, 3))
+
+
+def _members(pods: Any) -> dict[str, list[Body]]:
+    members: dict[str, list[Body]] = {}
+    for pod in pods:
+        key = group_key_of(pod)
+        if key is not None:
+            members.setdefault(key, []).append(pod)
+    return members

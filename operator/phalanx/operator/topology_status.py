@@ -1,0 +1,55 @@
+"""Queue allocation and NetworkTopology status, read off the core's snapshot index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phalanx.core.ids import GPU, GroupKey, key_of
+from phalanx.core.resources import format_amount
+from phalanx.core.snapshot import Snapshot
+
+
+def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
+    """Requests of the placed, unfinished pods of each queue's groups."""
+    index = snapshot.index
+    totals: dict[str, dict[str, int]] = {}
+    for pod in index.pods:
+        if not pod.node_name or pod.finished or pod.group is None:
+            continue
+        group = index.groups.get(GroupKey(key_of(pod.namespace, pod.group)))
+        if group is None:
+            continue
+        queue = totals.setdefault(group.queue, {})
+        for name, amount in pod.requests.items():
+            queue[name] = queue.get(name, 0) + amount
+    return {
+        queue: {name: format_amount(name, milli) for name, milli in sorted(used.items()) if milli}
+        for queue, used in totals.items()
+    }
+
+
+def topology_status(snapshot: Snapshot, name: str) -> dict[str, Any] | None:
+    """The domain tree with node and GPU counts (total and free) per domain."""
+    index = snapshot.index
+    if name not in index.topologies:
+        return None
+    tree = index.tree(name)
+    total = [node.allocatable.get(GPU, 0) // 1000 for node in index.nodes]
+    free = [max(0, f.get(GPU, 0)) // 1000 for f in index.free]
+    rows = []
+    for domain in range(1, tree.size):
+        nodes = tree.nodes_in(domain)
+        rows.append({
+            "level": tree.level_name(domain),
+            "name": tree.name(domain),
+            "parent": tree.name(tree.parent[domain]) or None,
+            "nodes": len(nodes),
+            "gpus": sum(total[i] for i in nodes),
+            "freeGpus": sum(free[i] for i in nodes),
+        })
+    return {
+        "levels": len(tree.levels),
+        "domains": len(rows),
+        "nodes": len(index.nodes),
+        "tree": rows,
+    }
