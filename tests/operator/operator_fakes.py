@@ -1,0 +1,62 @@
+"""A fake API server reply log for the writer's unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from phalanx.operator.client import JSON, Reply
+
+
+class FakeApi:
+    """Records requests; `fail(path_part)` makes matching requests answer an error."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.failures: list[tuple[Callable[[str, str], bool], int]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def fail(self, predicate: Callable[[str, str], bool], status: int = 404) -> None:
+        self.failures.append((predicate, status))
+
+    async def request(self, method: str, path: str, body: Any = None,
+                      content_type: str = JSON) -> Reply:
+        import asyncio
+
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        await asyncio.sleep(0.001)
+        self.in_flight -= 1
+        self.calls.append((method, path, body))
+        for predicate, status in self.failures:
+            if predicate(method, path):
+                return Reply(status, {"reason": "NotFound" if status == 404 else "Conflict"})
+        return Reply(201 if method == "POST" else 200, {})
+
+    def paths(self, method: str) -> list[str]:
+        return [path for m, path, _ in self.calls if m == method]
+
+
+def pod(name: str, namespace: str = "ns", node: str | None = None, group: str | None = "g",
+        gated: bool = False, phase: str = "Pending", controller: bool = False,
+        scheduler: str = "phalanx", **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                            "labels": {"scheduling.phalanx.io/pod-group": group} if group else {}}
+    if controller:
+        meta["ownerReferences"] = [{"kind": "Job", "name": "j", "uid": "j", "controller": True}]
+    body_spec: dict[str, Any] = {"schedulerName": scheduler, **spec}
+    if node:
+        body_spec["nodeName"] = node
+    if gated:
+        body_spec["schedulingGates"] = [{"name": "scheduling.phalanx.io/gang"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body_spec,
+            "status": {"phase": phase}}
+
+
+def podgroup(name: str = "g", namespace: str = "ns", min_member: int = 2,
+             status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                         "generation": 1},
+            "spec": {"minMember": min_member, **spec}, "status": status or {}}

@@ -1,0 +1,53 @@
+"""A leftover plan is finished, dropped or cleared depending on how far it got."""
+
+from __future__ import annotations
+
+import json
+
+from operator_fakes import pod, podgroup
+
+from phalanx.operator.plans import Outcome, Plan, decode_plan, resolve
+
+PLAN = Plan("p1", {"ns/a": "n1", "ns/b": "n2", "ns/c": "n3"})
+
+
+def test_plan_round_trips_through_the_annotation():
+    group = podgroup()
+    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": PLAN.encode()}
+    assert decode_plan(group) == PLAN
+
+
+def test_unreadable_plan_is_no_plan():
+    group = podgroup()
+    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": json.dumps({"x": 1})}
+    assert decode_plan(group) is None
+
+
+def test_partly_bound_plan_is_finished_on_the_same_nodes():
+    pods = {"ns/a": pod("a", node="n1"), "ns/b": pod("b"), "ns/c": pod("c")}
+    result = resolve(PLAN, pods, {"n1", "n2", "n3"})
+    assert result.outcome is Outcome.FINISH
+    assert result.remaining == {"ns/b": "n2", "ns/c": "n3"}
+
+
+def test_plan_with_nothing_bound_is_dropped():
+    pods = {"ns/a": pod("a"), "ns/b": pod("b"), "ns/c": pod("c")}
+    assert resolve(PLAN, pods, {"n1", "n2", "n3"}).outcome is Outcome.DROP
+
+
+def test_plan_whose_node_vanished_is_dropped():
+    pods = {"ns/a": pod("a", node="n1"), "ns/b": pod("b"), "ns/c": pod("c")}
+    assert resolve(PLAN, pods, {"n1", "n2"}).outcome is Outcome.DROP
+
+
+def test_fully_bound_plan_is_done():
+    pods = {"ns/a": pod("a", node="n1"), "ns/b": pod("b", node="n2")}  # c was deleted
+    assert resolve(PLAN, pods, {"n1", "n2", "n3"}).outcome is Outcome.DONE
+
+
+def test_ungated_pods_count_as_placed():
+    ungated = pod("a", scheduler="default-scheduler")
+    pods = {"ns/a": ungated, "ns/b": pod("b", gated=True, scheduler="default-scheduler"),
+            "ns/c": pod("c", node="n3")}
+    result = resolve(PLAN, pods, {"n1", "n2", "n3"})
+    assert result.outcome is Outcome.FINISH and result.remaining == {"ns/b": "n2"}

@@ -1,0 +1,47 @@
+"""The core sees assumed pods on their nodes, and only the pending pods we will place."""
+
+from __future__ import annotations
+
+from operator_fakes import pod, podgroup
+
+from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.cache import ClusterCache, Kind
+from phalanx.operator.settings import Mode
+from phalanx.operator.snapshot import snapshot_objects
+
+
+def pods_seen(objects):
+    return {o["metadata"]["name"]: o["spec"].get("nodeName") for o in objects
+            if o["kind"] == "Pod"}
+
+
+def test_assumed_pods_are_shown_bound_until_the_watch_confirms():
+    cache = ClusterCache.from_objects([pod("a"), pod("b"), podgroup()])
+    assumed = AssumedPods(60)
+    assumed.assume("ns/a", "n1", now=0.0)
+    assert pods_seen(snapshot_objects(cache, assumed, Mode.BOTH)) == {"a": "n1", "b": None}
+    assumed.expire({"ns/a": pod("a", node="n1")}, now=1.0)
+    assert "ns/a" not in assumed
+
+
+def test_assumption_expires():
+    assumed = AssumedPods(5)
+    assumed.assume("ns/a", "n1", now=0.0)
+    assumed.expire({"ns/a": pod("a")}, now=6.0)
+    assert "ns/a" not in assumed
+
+
+def test_mode_hides_pods_the_writer_would_not_place():
+    objects = [pod("bind"), pod("gate", gated=True, scheduler="default-scheduler"),
+               pod("running", node="n1", scheduler="default-scheduler")]
+    cache = ClusterCache.from_objects(objects)
+    assert set(pods_seen(snapshot_objects(cache, AssumedPods(1), Mode.BINDER))) == {
+        "bind", "running"}
+    assert set(pods_seen(snapshot_objects(cache, AssumedPods(1), Mode.GATE))) == {
+        "gate", "running"}
+
+
+def test_cache_reads_objects_by_kind():
+    cache = ClusterCache.from_objects([pod("a"), podgroup()])
+    assert cache.get(Kind.POD, "ns/a")["metadata"]["name"] == "a"
+    assert [g["metadata"]["name"] for g in cache.objects(Kind.POD_GROUP)] == ["g"]
