@@ -1,0 +1,487 @@
+"""A real, local Kubernetes control plane for development and tests.
+
+Design:
+- etcd and kube-apiserver run as child processes on 127.0.0.1, on ports picked free at start,
+  with data, certificates, logs and pids under one run directory; nothing listens on a fixed
+  port, so several runs coexist.
+- kube-apiserver serves TLS with a certificate from our own CA (pki.py), authenticates the
+  admin by a random bearer token (group system:masters), authorizes with Node,RBAC (so a
+  least-privilege ServiceAccount is really least-privilege) and signs ServiceAccount tokens
+  (TokenRequest, `kubectl create token`, works).
+- The ServiceAccount admission plugin is disabled: without kube-controller-manager no
+  `default` ServiceAccount is created per namespace, and pods would otherwise be rejected.
+  Pods therefore get no token volume. Create ServiceAccounts explicitly when a test needs them.
+- There is no kube-controller-manager, so: no namespace finalization (a deleted namespace
+  stays Terminating and keeps its objects: delete pods yourself), no garbage collection of
+  owner references, no Job/ReplicaSet/Deployment controllers (create pods directly), no node
+  lifecycle controller (nodes never turn NotReady, pods are never evicted).
+- kwok plays the nodes (Ready, leases) and the pods bound to them (Running; Succeeded or
+  Failed after `sim.phalanx.io/complete-after-seconds` / `fail-after-seconds`; removed when
+  deleted). kube-scheduler is not started unless asked (`start_scheduler`).
+- Every process starts in its own process group and is recorded in `<run_dir>/pids`; `stop`
+  ends them all, and `LocalCluster.attach(run_dir).stop()` ends a detached cluster. With
+  `die_with_parent` (the default; set by tests) the kernel also stops them if this Python
+  process dies.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from phalanx.cluster import binaries, pki, processes
+from phalanx.cluster.description import (
+    ClusterDescription,
+    load_description,
+    network_topology,
+    node_objects,
+    repository_root,
+)
+from phalanx.cluster.kwok_config import DEFAULT_LEASE_SECONDS, kwok_config_yaml
+from phalanx.cluster.ports import free_ports
+from phalanx.cluster.rest import RestClient
+
+STOP_ORDER = ("kube-scheduler", "kwok", "kube-apiserver", "etcd")
+STATE_FILE = "cluster.json"
+CRD_DIR = repository_root(Path(__file__).resolve().parent) / "crds"
+NODE_CREATE_WORKERS = 16
+
+
+class ClusterError(RuntimeError):
+    """The control plane did not come up; the message points at the log to read."""
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What a running cluster's clients need; saved as `<run_dir>/cluster.json`."""
+
+    run_dir: Path
+    server: str
+    token: str
+    ca_cert: Path
+    kubeconfig: Path
+    etcd_port: int
+    apiserver_port: int
+
+    def to_json(self) -> str:
+        data = {key: str(value) for key, value in self.__dict__.items()}
+        return json.dumps(data, indent=2) + "\n"
+
+    @staticmethod
+    def from_json(text: str) -> ClusterState:
+        data = json.loads(text)
+        return ClusterState(
+            run_dir=Path(data["run_dir"]),
+            server=data["server"],
+            token=data["token"],
+            ca_cert=Path(data["ca_cert"]),
+            kubeconfig=Path(data["kubeconfig"]),
+            etcd_port=int(data["etcd_port"]),
+            apiserver_port=int(data["apiserver_port"]),
+        )
+
+
+class LocalCluster:
+    """etcd + kube-apiserver + kwok (+ kube-scheduler on demand) under `run_dir`."""
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        kubeconfig: str | Path | None = None,
+        bin_dir: Path | None = None,
+        die_with_parent: bool = True,
+        kwok_lease_seconds: int = DEFAULT_LEASE_SECONDS,
+    ) -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.kubeconfig = Path(kubeconfig).resolve() if kubeconfig else self.run_dir / "kubeconfig"
+        self.bin_dir = bin_dir
+        self.die_with_parent = die_with_parent
+        self.kwok_lease_seconds = kwok_lease_seconds
+        self._state: ClusterState | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    def attach(cls, run_dir: str | Path) -> LocalCluster:
+        """A handle on a cluster started earlier (e.g. by `phalanx cluster up`)."""
+        cluster = cls(run_dir, die_with_parent=False)
+        state_file = cluster.run_dir / STATE_FILE
+        if state_file.is_file():
+            cluster._state = ClusterState.from_json(state_file.read_text())
+            cluster.kubeconfig = cluster._state.kubeconfig
+        return cluster
+
+    def start(self, timeout: float = 90.0) -> LocalCluster:
+        """Start etcd, kube-apiserver and kwok; return once /readyz answers ok."""
+        tools = binaries.require_all(self.bin_dir)
+        if processes.recorded(self.run_dir):
+            raise ClusterError(f"a cluster is already running in {self.run_dir}; stop it first")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("etcd", "logs", "pids", "pki"):
+            shutil.rmtree(self.run_dir / stale, ignore_errors=True)
+        credentials = pki.write_credentials(self.run_dir / "pki")
+        etcd_port, peer_port, api_port = free_ports(3)
+        state = ClusterState(
+            run_dir=self.run_dir,
+            server=f"https://127.0.0.1:{api_port}",
+            token=credentials.admin_token,
+            ca_cert=credentials.ca_cert,
+            kubeconfig=self.kubeconfig,
+            etcd_port=etcd_port,
+            apiserver_port=api_port,
+        )
+        self._state = state
+        internal_kubeconfig = self.run_dir / "kubeconfig.internal"
+        write_kubeconfig(internal_kubeconfig, state)
+        if self.kubeconfig != internal_kubeconfig:
+            write_kubeconfig(self.kubeconfig, state)
+        (self.run_dir / STATE_FILE).write_text(state.to_json())
+        try:
+            self._spawn("etcd", _etcd_args(tools["etcd"], self.run_dir, etcd_port, peer_port))
+            self._spawn(
+                "kube-apiserver",
+                _apiserver_args(tools["kube-apiserver"], self.run_dir, credentials, state),
+            )
+            self._wait_ready(timeout)
+            kwok_config = self.run_dir / "kwok.yaml"
+            kwok_config.write_text(kwok_config_yaml(self.kwok_lease_seconds))
+            self._spawn(
+                "kwok",
+                [
+                    str(tools["kwok"]),
+                    f"--kubeconfig={internal_kubeconfig}",
+                    f"--config={kwok_config}",
+                ],
+            )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> list[str]:
+        """Stop every process recorded in the run directory (also those of earlier runs).
+
+        Returns the components that ignored SIGTERM and had to be killed.
+        """
+        return processes.stop(self.run_dir, STOP_ORDER)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def pids(self) -> dict[str, int]:
+        """Live processes of this cluster by component name."""
+        return processes.recorded(self.run_dir)
+
+    # -- connection --------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ClusterState:
+        if self._state is None:
+            raise ClusterError(f"no cluster started in {self.run_dir}")
+        return self._state
+
+    @property
+    def server(self) -> str:
+        return self.state.server
+
+    @property
+    def token(self) -> str:
+        return self.state.token
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.state.ca_cert
+
+    def rest(self, timeout: float = 10.0) -> RestClient:
+        return RestClient(self.server, self.token, self.ca_cert, timeout)
+
+    def is_ready(self) -> bool:
+        try:
+            response = self.rest(timeout=2.0).get("/readyz")
+        except OSError:
+            return False
+        return response.status == 200
+
+    # -- kubectl -----------------------------------------------------------------------------
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 120.0,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against this cluster; raises with stderr if `check` and it fails."""
+        argv = [str(binaries.binary("kubectl", self.bin_dir)), f"--kubeconfig={self.kubeconfig}"]
+        result = subprocess.run(
+            [*argv, *args], input=input, capture_output=True, text=True, timeout=timeout
+        )
+        if check and result.returncode != 0:
+            raise ClusterError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}"
+            )
+        return result
+
+    def apply(
+        self,
+        objects: Iterable[Mapping[str, Any]] | str | Path,
+        namespace: str | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
+        """Server-side apply with strict field validation (unknown fields are errors).
+
+        `objects` is a file or folder path, YAML text, or object dicts.
+        """
+        args = ["apply", "--server-side", "--field-manager=phalanx-tests", "--validate=strict"]
+        if namespace:
+            args += ["-n", namespace]
+        if isinstance(objects, Path):
+            return self.kubectl(*args, "-f", str(objects), check=check)
+        text = objects if isinstance(objects, str) else yaml.safe_dump_all(list(objects))
+        return self.kubectl(*args, "-f", "-", input=text, check=check)
+
+    def install_crds(self, folder: Path = CRD_DIR, timeout: float = 60.0) -> list[str]:
+        """Apply every CRD in `folder` and wait until all are Established."""
+        self.apply(folder)
+        names = self.kubectl("get", "-f", str(folder), "-o", "name").stdout.split()
+        self.kubectl(
+            "wait", "--for=condition=Established", f"--timeout={int(timeout)}s", *names,
+            timeout=timeout + 10,
+        )
+        return names
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def prepare(self, description: ClusterDescription, timeout: float = 120.0) -> list[str]:
+        """CRDs Established, the description's nodes Ready, NetworkTopology `default` applied.
+
+        What both `phalanx cluster up` and the test fixture do after `start`.
+        """
+        self.install_crds()
+        names = self.add_nodes(description, topology_name="default")
+        self.wait_nodes_ready(len(names), timeout=timeout)
+        return names
+
+    def add_nodes(
+        self, description: ClusterDescription | str | Path, topology_name: str | None = None
+    ) -> list[str]:
+        """Create the description's nodes concurrently (existing ones are left alone).
+
+        With `topology_name`, also apply a NetworkTopology of that name (needs the CRDs).
+        """
+        if not isinstance(description, ClusterDescription):
+            description = load_description(description)
+        nodes = node_objects(description)
+        client = self.rest(timeout=30.0)
+
+        def create(node: dict[str, Any]) -> str:
+            response = client.post("/api/v1/nodes", node)
+            if response.status not in (201, 409):
+                raise ClusterError(f"creating node {node['metadata']['name']}: {response.body}")
+            return str(node["metadata"]["name"])
+
+        with ThreadPoolExecutor(max_workers=NODE_CREATE_WORKERS) as pool:
+            names = list(pool.map(create, nodes))
+        if topology_name:
+            self.apply([network_topology(description, topology_name)])
+        return names
+
+    def ready_nodes(self, label_selector: str = "type=kwok") -> list[str]:
+        response = self.rest(timeout=30.0).get(f"/api/v1/nodes?labelSelector={label_selector}")
+        if response.status != 200:
+            raise ClusterError(f"listing nodes: {response.body}")
+        return [
+            item["metadata"]["name"]
+            for item in response.body["items"]
+            if any(
+                condition.get("type") == "Ready" and condition.get("status") == "True"
+                for condition in item.get("status", {}).get("conditions", [])
+            )
+        ]
+
+    def wait_nodes_ready(self, count: int, timeout: float = 120.0) -> list[str]:
+        """Wait until at least `count` kwok nodes are Ready; returns their names."""
+        deadline = time.monotonic() + timeout
+        ready: list[str] = []
+        while time.monotonic() < deadline:
+            ready = self.ready_nodes()
+            if len(ready) >= count:
+                return ready
+            self._check_alive()
+            time.sleep(0.5)
+        raise ClusterError(
+            f"only {len(ready)} of {count} nodes Ready after {timeout:.0f}s; "
+            f"see {self.run_dir / 'logs' / 'kwok.log'}"
+        )
+
+    # -- kube-scheduler ----------------------------------------------------------------------
+
+    def start_scheduler(self, qps: int = 500, burst: int = 1000, timeout: float = 60.0) -> int:
+        """Start the real kube-scheduler (default profile, no leader election); returns pid."""
+        config = self.run_dir / "kube-scheduler.yaml"
+        internal_kubeconfig = self.run_dir / "kubeconfig.internal"
+        config.write_text(
+            yaml.safe_dump(scheduler_config(internal_kubeconfig, qps, burst), sort_keys=False)
+        )
+        (port,) = free_ports(1)
+        started = self._spawn(
+            "kube-scheduler",
+            [
+                str(binaries.binary("kube-scheduler", self.bin_dir)),
+                f"--config={config}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--authentication-kubeconfig={internal_kubeconfig}",
+                f"--authorization-kubeconfig={internal_kubeconfig}",
+                "--v=1",
+            ],
+        )
+        deadline = time.monotonic() + timeout
+        probe = RestClient(f"https://127.0.0.1:{port}", self.token, self.ca_cert, 2.0)
+        while time.monotonic() < deadline:
+            if _healthz_ok(probe):
+                return started.pid
+            self._check_alive()
+            time.sleep(0.3)
+        raise ClusterError(f"kube-scheduler not healthy; see {started.log}")
+
+    def stop_scheduler(self) -> None:
+        pid = self.pids().get("kube-scheduler")
+        if pid is not None:
+            processes.stop_one(self.run_dir, "kube-scheduler", pid)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: Sequence[str]) -> processes.Started:
+        on_main_thread = threading.current_thread() is threading.main_thread()
+        return processes.start(
+            name, argv, self.run_dir, die_with_parent=self.die_with_parent and on_main_thread
+        )
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.is_ready():
+                return
+            self._check_alive()
+            time.sleep(0.2)
+        raise ClusterError(
+            f"kube-apiserver not ready after {timeout:.0f}s; "
+            f"see {self.run_dir / 'logs' / 'kube-apiserver.log'}"
+        )
+
+    def _check_alive(self) -> None:
+        alive = processes.recorded(self.run_dir)
+        for name in (self.run_dir / "pids").glob("*.pid"):
+            if name.stem not in alive:
+                log = self.run_dir / "logs" / f"{name.stem}.log"
+                tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+                raise ClusterError(f"{name.stem} exited; last lines of {log}:\n{tail}")
+
+
+def write_kubeconfig(path: Path, state: ClusterState, context: str = "phalanx") -> None:
+    ca = base64.b64encode(state.ca_cert.read_bytes()).decode()
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": context, "cluster": {"server": state.server, "certificate-authority-data": ca}}
+        ],
+        "users": [{"name": pki.ADMIN_USER, "user": {"token": state.token}}],
+        "contexts": [
+            {"name": context, "context": {"cluster": context, "user": pki.ADMIN_USER}}
+        ],
+        "current-context": context,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+
+
+def scheduler_config(kubeconfig: Path, qps: int, burst: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": "default-scheduler"}],
+    }
+
+
+def _healthz_ok(probe: RestClient) -> bool:
+    import ssl
+    import urllib.request
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # kube-scheduler serves a throwaway self-signed cert
+    try:
+        with urllib.request.urlopen(probe.server + "/healthz", context=context, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _etcd_args(etcd: Path, run_dir: Path, port: int, peer_port: int) -> list[str]:
+    peer = f"http://127.0.0.1:{peer_port}"
+    return [
+        str(etcd),
+        "--name=phalanx",
+        f"--data-dir={run_dir / 'etcd'}",
+        f"--listen-client-urls=http://127.0.0.1:{port}",
+        f"--advertise-client-urls=http://127.0.0.1:{port}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=phalanx={peer}",
+        "--unsafe-no-fsync",  # throwaway data: durability is not worth the latency
+        "--log-level=warn",
+        "--quota-backend-bytes=4294967296",
+    ]
+
+
+def _apiserver_args(
+    apiserver: Path, run_dir: Path, credentials: pki.Credentials, state: ClusterState
+) -> list[str]:
+    return [
+        str(apiserver),
+        f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={state.apiserver_port}",
+        f"--cert-dir={run_dir / 'pki'}",
+        f"--tls-cert-file={credentials.serving_cert}",
+        f"--tls-private-key-file={credentials.serving_key}",
+        f"--client-ca-file={credentials.ca_cert}",
+        f"--token-auth-file={credentials.token_file}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={credentials.service_account_public_key}",
+        f"--service-account-signing-key-file={credentials.service_account_key}",
+        "--api-audiences=https://kubernetes.default.svc.cluster.local",
+        "--authorization-mode=Node,RBAC",
+        "--disable-admission-plugins=ServiceAccount",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--max-requests-inflight=800",
+        "--max-mutating-requests-inflight=400",
+        "--profiling=false",
+        "--v=0",
+    ]
