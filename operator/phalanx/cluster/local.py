@@ -337,7 +337,13 @@ class LocalCluster:
     # -- kube-scheduler ----------------------------------------------------------------------
 
     def start_scheduler(self, qps: int = 500, burst: int = 1000, timeout: float = 60.0) -> int:
-        """Start the real kube-scheduler (default profile, no leader election); returns pid."""
+        """Start the real kube-scheduler (default profile, no leader election); returns pid.
+
+        Idempotent: a scheduler already running for this cluster is kept.
+        """
+        running = self.pids().get("kube-scheduler")
+        if running is not None:
+            return running
         config = self.run_dir / "kube-scheduler.yaml"
         internal_kubeconfig = self.run_dir / "kubeconfig.internal"
         config.write_text(
