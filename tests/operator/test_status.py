@@ -26,7 +26,7 @@ def decision(scheduled: bool = False, admitted: bool = True, code: StatusCode = 
         ({"pending": 0, "running": 2, "succeeded": 0, "failed": 0}, 2, True, None, "Running"),
         ({"pending": 0, "running": 1, "succeeded": 1, "failed": 0}, 2, True, None, "Running"),
         ({"pending": 1, "running": 1, "succeeded": 0, "failed": 0}, 1, True, "Running", "Unknown"),
-        ({"pending": 0, "running": 0, "succeeded": 2, "failed": 0}, 2, True, "Running", "Completed"),
+        ({"pending": 0, "running": 0, "succeeded": 2, "failed": 0}, 2, True, None, "Completed"),
         ({"pending": 0, "running": 0, "succeeded": 1, "failed": 1}, 2, True, "Running", "Failed"),
     ],
 )

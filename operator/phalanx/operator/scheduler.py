@@ -105,6 +105,10 @@ class Scheduler:
         await self._release_partial(result, groups, members, now)
         phases = await self._group_statuses(result, groups, members, hidden, now)
         await self._missing_groups(result, members, now)
+        if result.bindings:  # report capacity as it is after this cycle's placements
+            snapshot = take_snapshot(
+                self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces
+            )
         await self._queue_statuses(snapshot, phases)
         await self._topology_statuses(snapshot)
         self.counters.cycles += 1

@@ -189,7 +189,8 @@ def differs(desired: Mapping[str, Any], current: Mapping[str, Any] | None) -> bo
 def _normal(value: Any) -> Any:
     """None and absent are the same to the API server after a merge patch."""
     if isinstance(value, Mapping):
-        return {k: _normal(v) for k, v in value.items() if v is not None}
+        kept = {k: _normal(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None} or None
     if isinstance(value, list):
-        return [_normal(v) for v in value]
+        return [_normal(v) for v in value] or None
     return value

@@ -1,0 +1,166 @@
+"""`python -m phalanx.demo [--interactive] --cluster FILE`: cluster, operator, demo gangs.
+
+Starts the local control plane (or reuses one `phalanx cluster up` left running), runs
+`phalanx operator` as a subprocess, applies examples/demo/ into namespace `demo`, and
+shows `kubectl get pg` until every group reached what its `demo.phalanx.io/expect`
+annotation says (Running with all pods on nodes, or Pending with a reason).
+Interactive: keeps refreshing until Ctrl-C. Otherwise: exits 0 once the state is
+reached, 1 on timeout. Everything it started is stopped on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from phalanx.cluster import LocalCluster, load_description
+from phalanx.cluster.description import repository_root
+
+NAMESPACE = "demo"
+EXPECT = "demo.phalanx.io/expect"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    root = repository_root(Path.cwd())
+    parser = argparse.ArgumentParser(prog="python -m phalanx.demo", description=__doc__)
+    parser.add_argument("--cluster", type=Path, default=root / "examples/clusters/small.yaml")
+    parser.add_argument("--interactive", action="store_true")
+    parser.add_argument("--demo", type=Path, default=root / "examples/demo")
+    parser.add_argument("--run-dir", type=Path, default=root / ".local/run")
+    parser.add_argument("--kubeconfig", type=Path, default=root / ".local/kubeconfig")
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--refresh", type=float, default=2.0)
+    return parser.parse_args(argv)
+
+
+def expectation_met(groups: list[dict[str, Any]], pods: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Every group is as its annotation expects; the text says what is still missing."""
+    bound: dict[str, int] = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+        group = (labels.get("scheduling.phalanx.io/pod-group")
+                 or notes.get("scheduling.k8s.io/group-name")
+                 or labels.get("scheduling.x-k8s.io/pod-group"))
+        if group and pod["spec"].get("nodeName") and pod["status"].get("phase") == "Running":
+            bound[group] = bound.get(group, 0) + 1
+    missing = []
+    for group in groups:
+        name = group["metadata"]["name"]
+        expect = (group["metadata"].get("annotations") or {}).get(EXPECT, "Running")
+        status = group.get("status") or {}
+        phase = status.get("phase")
+        if expect == "Running":
+            if phase != "Running" or bound.get(name, 0) < group["spec"]["minMember"]:
+                missing.append(f"{name}: {phase}, {bound.get(name, 0)} running")
+        else:
+            reasons = [c for c in status.get("conditions") or []
+                       if c["type"] == "Unschedulable" and c["status"] == "True"]
+            if phase not in ("Pending", "Inqueue") or not reasons or bound.get(name):
+                missing.append(f"{name}: {phase}, waiting for an Unschedulable reason")
+    return (not missing and bool(groups)), "; ".join(missing)
+
+
+class Demo:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.cluster: LocalCluster | None = None
+        self.owned_cluster = False
+        self.operator: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        args = self.args
+        existing = LocalCluster.attach(args.run_dir)
+        if existing.pids() and existing.is_ready():
+            print(f"using the cluster already running in {args.run_dir}")
+            self.cluster = existing
+        else:
+            if existing.pids():
+                existing.stop()
+            print("starting etcd, kube-apiserver and kwok ...")
+            self.cluster = LocalCluster(args.run_dir, kubeconfig=args.kubeconfig,
+                                        die_with_parent=True)
+            self.owned_cluster = True
+            self.cluster.start()
+            names = self.cluster.prepare(load_description(args.cluster))
+            print(f"{len(names)} kwok nodes Ready; CRDs and NetworkTopology installed")
+        self.cluster.install_crds()
+        log = args.run_dir / "operator.log"
+        print(f"starting the operator (log: {log})")
+        self.operator = subprocess.Popen(
+            [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={self.cluster.kubeconfig}",
+             "--period=2"],
+            stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.kubectl("create", "namespace", NAMESPACE, check=False)
+        self.kubectl("apply", "-n", NAMESPACE, "-f", str(args.demo))
+        print(f"applied {args.demo} into namespace {NAMESPACE}\n")
+
+    def kubectl(self, *argv: str, check: bool = True) -> str:
+        assert self.cluster is not None
+        return self.cluster.kubectl(*argv, check=check).stdout
+
+    def state(self) -> tuple[bool, str]:
+        groups = json.loads(self.kubectl("get", "pg", "-n", NAMESPACE, "-o", "json"))["items"]
+        pods = json.loads(self.kubectl("get", "pods", "-n", NAMESPACE, "-o", "json"))["items"]
+        return expectation_met(groups, pods)
+
+    def watch(self) -> int:
+        deadline = time.monotonic() + self.args.timeout
+        reached = False
+        while True:
+            if self.operator is not None and self.operator.poll() is not None:
+                print(f"the operator exited with {self.operator.returncode}")
+                return 1
+            table = self.kubectl("get", "pg", "-n", NAMESPACE)
+            reached, missing = self.state()
+            if self.args.interactive:
+                print("\033[2J\033[H" + time.strftime("%H:%M:%S") + "  kubectl get pg -n demo"
+                      + "  (Ctrl-C stops everything)\n\n" + table)
+                print("demo state reached" if reached else f"waiting: {missing}")
+            elif reached:
+                print(table)
+                print(self.kubectl("describe", "pg", "-n", NAMESPACE, "too-big"))
+                print("demo state reached")
+                return 0
+            elif time.monotonic() > deadline:
+                print(table)
+                print(f"timed out after {self.args.timeout:g}s: {missing}")
+                return 1
+            time.sleep(self.args.refresh)
+
+    def stop(self) -> None:
+        if self.operator is not None and self.operator.poll() is None:
+            os.killpg(self.operator.pid, signal.SIGTERM)
+            try:
+                self.operator.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.operator.pid, signal.SIGKILL)
+                self.operator.wait()
+        if self.cluster is not None and self.owned_cluster:
+            self.cluster.stop()
+        print("stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    demo = Demo(parse_args(argv))
+    try:
+        demo.start()
+        return demo.watch()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        with contextlib.suppress(KeyboardInterrupt):
+            demo.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
