@@ -1,0 +1,112 @@
+"""`phalanx plan`: run one scheduling cycle on Kubernetes objects from a file.
+
+Input is what `kubectl get nodes,pods,pg,queues,networktopologies,priorityclasses -A
+-o yaml` prints (a `kind: List`) or a multi-document YAML; `-f -` reads stdin.
+Malformed input exits with status 2 and a message naming the object and field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import yaml
+
+from phalanx.core.cycle import run_cycle
+from phalanx.core.errors import InvalidObject
+from phalanx.core.parse import snapshot_from_objects
+from phalanx.core.result import CycleResult
+from phalanx.core.snapshot import Snapshot
+
+INVALID_INPUT = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f", "--filename", required=True, help="YAML file of Kubernetes objects ('-' for stdin)"
+    )
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        snapshot = load(args.filename)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return INVALID_INPUT
+    result = run_cycle(snapshot)
+    try:
+        print(to_json(result) if args.output == "json" else to_table(result))
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into `head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
+    return 0
+
+
+class InputError(Exception):
+    """The input could not be read as Kubernetes objects."""
+
+
+def load(filename: str) -> Snapshot:
+    source = "stdin" if filename == "-" else filename
+    try:
+        text = sys.stdin.read() if filename == "-" else _read(filename)
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except OSError as error:
+        raise InputError(f"{source}: {error.strerror or error}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise InputError(f"{source}: invalid YAML: {error}") from None
+    for number, document in enumerate(documents, start=1):
+        if not isinstance(document, dict):
+            raise InputError(f"{source}: document {number} is not an object")
+    try:
+        return snapshot_from_objects(documents, strict=True)
+    except InvalidObject as error:
+        raise InputError(f"{source}: {error}") from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise InputError(f"{source}: malformed object: {error}") from None
+
+
+def _read(filename: str) -> str:
+    with open(filename, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def to_json(result: CycleResult) -> str:
+    document: dict[str, Any] = {
+        "bindings": [{"pod": b.pod, "node": b.node} for b in result.bindings],
+        "groups": [
+            {
+                "group": g.group,
+                "scheduled": g.scheduled,
+                "placed": g.placed,
+                "reason": str(g.reason),
+                "message": g.message,
+            }
+            for g in result.groups
+        ],
+    }
+    return json.dumps(document, indent=2)
+
+
+def to_table(result: CycleResult) -> str:
+    groups = [("GROUP", "SCHEDULED", "PLACED", "REASON", "MESSAGE")]
+    groups += [
+        (g.group, str(g.scheduled).lower(), str(g.placed), str(g.reason), g.message)
+        for g in result.groups
+    ]
+    bindings = [("POD", "NODE", "GROUP")]
+    bindings += [(b.pod, b.node, b.group) for b in result.bindings]
+    return _columns(groups) + "\n\n" + _columns(bindings)
+
+
+def _columns(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)

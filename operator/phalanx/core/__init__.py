@@ -1,0 +1,65 @@
+"""The pure scheduling core of Phalanx: snapshot in, decisions out, no I/O.
+
+Entry points: `phalanx.core.parse.snapshot_from_objects` (Kubernetes dicts) or
+`Snapshot(...)` (typed dataclasses), then `phalanx.core.cycle.run_cycle`.
+"""
+
+from phalanx.core.config import SchedulerConfig
+from phalanx.core.cycle import run_cycle
+from phalanx.core.errors import InvalidObject
+from phalanx.core.ids import GroupKey, NodeName, PodKey
+from phalanx.core.model import (
+    GroupInfo,
+    GroupTopology,
+    NodeInfo,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodInfo,
+    PriorityClassInfo,
+    QueueInfo,
+    RoleSpec,
+    SubGroupSpec,
+    Taint,
+    Toleration,
+    TopologyLevel,
+    TopologySpec,
+)
+from phalanx.core.parse import snapshot_from_objects
+from phalanx.core.quantity import parse_quantity
+from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
+from phalanx.core.snapshot import Snapshot
+from phalanx.core.status import Exclusion, Reason, StatusCode
+
+__all__ = [
+    "Binding",
+    "CycleResult",
+    "Exclusion",
+    "GroupDecision",
+    "GroupInfo",
+    "GroupKey",
+    "GroupTopology",
+    "InvalidObject",
+    "NodeInfo",
+    "NodeName",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "Placement",
+    "PodCounts",
+    "PodInfo",
+    "PodKey",
+    "PriorityClassInfo",
+    "QueueInfo",
+    "Reason",
+    "RoleSpec",
+    "SchedulerConfig",
+    "Snapshot",
+    "StatusCode",
+    "SubGroupSpec",
+    "Taint",
+    "Toleration",
+    "TopologyLevel",
+    "TopologySpec",
+    "parse_quantity",
+    "run_cycle",
+    "snapshot_from_objects",
+]

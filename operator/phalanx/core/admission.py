@@ -1,0 +1,105 @@
+"""Admission (Pending -> Inqueue): which groups may try to place pods this cycle.
+
+Groups are taken by priority, then the weighted dominant resource share of their
+queue (lowest first), then creation time, then key. A group is admitted when its
+queue and every ancestor have room under `capability` for what its gang needs:
+`minResources` (less what its running pods already use) or, if larger, the requests
+of the gang's pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from phalanx.core.ids import DEFAULT_QUEUE, GroupKey
+from phalanx.core.members import GroupWork, Problem
+from phalanx.core.queues import QueueLedger
+from phalanx.core.resources import Resources, maximum, subtract, total_of
+from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.status import Reason, StatusCode
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    admitted: tuple[GroupWork, ...]
+    rejected: dict[GroupKey, Problem]
+
+
+def seed_ledger(index: ClusterIndex, works: Sequence[GroupWork]) -> QueueLedger:
+    """Queue usage of pods already on nodes."""
+    ledger = QueueLedger(index.queues)
+    for work in works:
+        if work.queue in index.queues:
+            for pod in work.running:
+                ledger.add(work.queue, pod.requests)
+    for pod in index.loose_running:
+        ledger.add(DEFAULT_QUEUE, pod.requests)
+    return ledger
+
+
+def gang_need(work: GroupWork) -> dict[str, int]:
+    """What admitting the group reserves in its queue."""
+    requests = total_of(pod.requests for pod in work.gang)
+    if work.group is None or work.group.min_resources is None:
+        return requests
+    running = total_of(pod.requests for pod in work.running)
+    rest = {r: max(0, a) for r, a in subtract(work.group.min_resources, running).items()}
+    return maximum(requests, rest)
+
+
+def admit(index: ClusterIndex, works: Sequence[GroupWork], ledger: QueueLedger) -> Admission:
+    rejected: dict[GroupKey, Problem] = {}
+    lines: dict[str, list[GroupWork]] = {}
+    for work in works:
+        if work.problem is not None or not work.waiting:
+            continue
+        problem = _precheck(index, work, ledger)
+        if problem is not None:
+            rejected[work.key] = problem
+        else:
+            lines.setdefault(work.queue, []).append(work)
+    for line in lines.values():
+        line.sort(key=lambda w: (-w.priority, w.creation, w.key), reverse=True)
+    admitted: list[GroupWork] = []
+    while lines:
+        queue = _next_queue(lines, ledger, index.cluster_total)
+        work = lines[queue].pop()
+        if not lines[queue]:
+            del lines[queue]
+        need = gang_need(work) if work.mandatory else {}
+        shortfall = ledger.shortfall(work.queue, need)
+        if shortfall is None:
+            ledger.add(work.queue, need)
+            admitted.append(work)
+        else:
+            rejected[work.key] = Problem(
+                StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, shortfall.message()
+            )
+    return Admission(tuple(admitted), rejected)
+
+
+def _next_queue(lines: dict[str, list[GroupWork]], ledger: QueueLedger, total: Resources) -> str:
+    def rank(queue: str) -> tuple[int, float, float, str]:
+        head = lines[queue][-1]
+        return (-head.priority, ledger.share(queue, total), head.creation, head.key)
+
+    return min(sorted(lines), key=rank)
+
+
+def _precheck(index: ClusterIndex, work: GroupWork, ledger: QueueLedger) -> Problem | None:
+    queue = index.queues.get(work.queue)
+    if queue is None:
+        message = f"queue {work.queue} does not exist"
+        return Problem(StatusCode.UNSCHEDULABLE, Reason.QUEUE_NOT_FOUND, message)
+    closed = ledger.closed(work.queue)
+    if closed is not None:
+        return Problem(StatusCode.UNSCHEDULABLE, Reason.QUEUE_CLOSED, f"queue {closed} is closed")
+    if queue.namespaces and work.namespace not in queue.namespaces:
+        message = f"namespace {work.namespace} may not use queue {queue.name}"
+        return Problem(StatusCode.UNSCHEDULABLE, Reason.NAMESPACE_NOT_ALLOWED, message)
+    if work.mandatory:
+        shortfall = ledger.shortfall(work.queue, gang_need(work), empty=True)
+        if shortfall is not None:
+            return Problem(StatusCode.UNRESOLVABLE, Reason.QUEUE_CAPABILITY, shortfall.message())
+    return None

@@ -1,0 +1,210 @@
+"""One scheduling cycle: admit, then place gangs, then elastic extras; explain the rest.
+
+Pure: the same snapshot and config always give the same result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from phalanx.core.admission import admit, seed_ledger
+from phalanx.core.config import SchedulerConfig
+from phalanx.core.explain import explain
+from phalanx.core.ids import NodeName
+from phalanx.core.members import GroupWork, Problem, build_works
+from phalanx.core.model import PodInfo
+from phalanx.core.placement import GangPlacement, GangRequest, place_gang
+from phalanx.core.queues import QueueLedger
+from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
+from phalanx.core.routes import Route, route_of
+from phalanx.core.shapes import shape_of
+from phalanx.core.snapshot import Snapshot
+from phalanx.core.state import CycleState
+from phalanx.core.status import Reason, StatusCode
+from phalanx.topology.tree import ROOT_LEVEL
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """What happened to one group during the cycle."""
+
+    admitted: bool = False
+    problem: Problem | None = None
+    bound: list[tuple[PodInfo, int]] = field(default_factory=list)
+    gang: GangPlacement | None = None
+    route: Route | None = None
+    extras_waiting: int = 0
+
+
+def run_cycle(
+    snapshot: Snapshot, config: SchedulerConfig | None = None, now: float = 0.0
+) -> CycleResult:
+    config = config or SchedulerConfig()
+    index = snapshot.index
+    state = CycleState(index)
+    works = build_works(index)
+    ledger = seed_ledger(index, works)
+    admission = admit(index, works, ledger)
+    outcomes = {work.key: _Outcome() for work in works}
+    for key, problem in admission.rejected.items():
+        outcomes[key].problem = problem
+    for work in admission.admitted:
+        outcome = outcomes[work.key]
+        outcome.admitted = True
+        route = route_of(index, work, config)
+        if isinstance(route, Problem):
+            outcome.problem = route
+            continue
+        outcome.route = route
+        if work.mandatory:
+            _place_mandatory(state, work, route, config, outcome)
+    for work in admission.admitted:
+        outcome = outcomes[work.key]
+        if outcome.route is not None and outcome.problem is None:
+            _place_extras(state, ledger, work, outcome.route, config, outcome)
+    bindings: list[Binding] = []
+    for work in admission.admitted:
+        for pod, node in outcomes[work.key].bound:
+            bindings.append(Binding(pod.key, NodeName(index.nodes[node].name), work.key))
+    decisions = tuple(_decide(state, work, outcomes[work.key], config) for work in works)
+    return CycleResult(tuple(bindings), decisions, tuple(index.invalid), now)
+
+
+def _request(
+    state: CycleState,
+    work: GroupWork,
+    pods: tuple[PodInfo, ...],
+    route: Route,
+    config: SchedulerConfig,
+    anchors: tuple[int, ...],
+) -> GangRequest:
+    return GangRequest(
+        pods=pods,
+        shapes=tuple(shape_of(pod) for pod in pods),
+        topology=route.topology,
+        limit=route.limit,
+        preferred=route.preferred,
+        sub_group=route.sub_group,
+        anchors=anchors,
+        spread=config.node_order == "spread",
+    )
+
+
+def _anchors(state: CycleState, work: GroupWork, outcome: _Outcome) -> tuple[int, ...]:
+    position = state.index.node_position
+    nodes = {position[p.node_name] for p in work.running if p.node_name in position}
+    nodes.update(node for _, node in outcome.bound)
+    return tuple(sorted(nodes))
+
+
+def _place_mandatory(
+    state: CycleState,
+    work: GroupWork,
+    route: Route,
+    config: SchedulerConfig,
+    outcome: _Outcome,
+) -> None:
+    request = _request(state, work, work.gang, route, config, _anchors(state, work, outcome))
+    placed = place_gang(state, request)
+    if placed is None:
+        outcome.problem = explain(state, request)
+        return
+    outcome.gang = placed
+    outcome.bound.extend(placed.assignments)
+
+
+def _place_extras(
+    state: CycleState,
+    ledger: QueueLedger,
+    work: GroupWork,
+    route: Route,
+    config: SchedulerConfig,
+    outcome: _Outcome,
+) -> None:
+    """Elastic pods beyond the gang, one at a time, near the group's other pods."""
+    for pod in work.extras:
+        if ledger.shortfall(work.queue, pod.requests) is not None:
+            outcome.extras_waiting += 1
+            continue
+        anchors = _anchors(state, work, outcome)
+        request = _request(state, work, (pod,), route, config, anchors)
+        placed = place_gang(state, request)
+        if placed is None:
+            outcome.extras_waiting += 1
+            continue
+        ledger.add(work.queue, pod.requests)
+        outcome.bound.extend(placed.assignments)
+        if outcome.gang is None:
+            outcome.gang = placed
+
+
+def _decide(
+    state: CycleState, work: GroupWork, outcome: _Outcome, config: SchedulerConfig
+) -> GroupDecision:
+    placed = len(work.running) + len(outcome.bound)
+    problem = work.problem or outcome.problem
+    scheduled = problem is None and placed >= work.min_member
+    if scheduled:
+        code, reason = StatusCode.SUCCESS, Reason.SCHEDULED
+        message = _scheduled_message(state, work, outcome, placed)
+    elif problem is not None:
+        code, reason, message = problem.code, problem.reason, problem.message
+    else:
+        code, reason = StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE
+        message = f"{placed} of {work.min_member} pods on nodes"
+    counts = work.counts
+    new = len(outcome.bound)
+    return GroupDecision(
+        group=work.key,
+        admitted=outcome.admitted or len(work.running) >= work.min_member,
+        scheduled=scheduled,
+        placed=placed,
+        code=code,
+        reason=reason,
+        message=message[: config.max_message_length],
+        placement=_placement(state, work, outcome) if outcome.bound else None,
+        queue=work.queue,
+        min_member=work.min_member,
+        priority=work.priority,
+        counts=PodCounts(
+            counts.pending - new, counts.running + new, counts.succeeded, counts.failed
+        ),
+        implicit=work.group is None and work.problem is None,
+    )
+
+
+def _scheduled_message(
+    state: CycleState, work: GroupWork, outcome: _Outcome, placed: int
+) -> str:
+    message = f"{_pods(placed)} on nodes (minMember {work.min_member})"
+    if outcome.bound:
+        where = ""
+        gang, route = outcome.gang, outcome.route
+        if gang is not None and route is not None and gang.level != ROOT_LEVEL:
+            tree = state.tree(route.topology)
+            where = f" in {tree.levels[gang.level]} {tree.name(gang.domain)}"
+        message = f"placed {_pods(len(outcome.bound))}{where}; {message}"
+    if outcome.extras_waiting:
+        message += f"; {_pods(outcome.extras_waiting)} more wait for room"
+    return message
+
+
+def _pods(count: int) -> str:
+    return f"{count} pod" if count == 1 else f"{count} pods"
+
+
+def _placement(state: CycleState, work: GroupWork, outcome: _Outcome) -> Placement:
+    gang = outcome.gang
+    route = outcome.route
+    topology = route.topology if route is not None else None
+    tree = state.tree(topology)
+    anchors = _anchors(state, work, outcome)
+    nodes = tuple(NodeName(state.index.nodes[i].name) for i in anchors)
+    if gang is None or not tree.levels:
+        return Placement(topology, None, 0, (), nodes)
+    if gang.level != ROOT_LEVEL:
+        domain = ((tree.levels[gang.level], tree.name(gang.domain)),)
+        return Placement(topology, tree.levels[gang.level], gang.climbed, domain, nodes)
+    tops = sorted({tree.node_ancestors[i][1] for i in anchors})
+    domains = tuple((tree.levels[0], tree.name(d)) for d in tops)
+    return Placement(topology, None, gang.climbed, domains, nodes)

@@ -1,0 +1,107 @@
+"""Why a gang was not placed, in numbers a user can act on.
+
+Exclusions are counted per node while looking, then formatted once into one sorted
+sentence ("0/64 nodes are available: 40 Insufficient nvidia.com/gpu, ..."), the way
+kube-scheduler reports a FitError.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from phalanx.core.ids import GPU
+from phalanx.core.members import Problem
+from phalanx.core.placement import GangRequest
+from phalanx.core.resources import format_amount, format_resources
+from phalanx.core.shapes import Shape
+from phalanx.core.state import CycleState, static_room
+from phalanx.core.status import Exclusion, Reason, StatusCode
+from phalanx.topology.tree import ROOT, DomainTree
+
+
+def node_histogram(state: CycleState, shape: Shape) -> str:
+    """'A/N nodes are available: <count> <cause>, ...' for one pod shape."""
+    counts = state.shape(shape)
+    causes: Counter[str] = Counter()
+    available = 0
+    for i in range(len(state.index.nodes)):
+        if counts.node[i] > 0:
+            available += 1
+            continue
+        static = counts.static[i]
+        if static is not None:
+            causes[static.value] += 1
+            continue
+        if state.pods_free[i] <= 0:
+            causes[Exclusion.TOO_MANY_PODS.value] += 1
+        free = state.free[i]
+        for name, amount in shape.requests:
+            if free.get(name, 0) < amount:
+                causes[f"Insufficient {name}"] += 1
+    parts = [f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0]))]
+    total = len(state.index.nodes)
+    detail = ": " + ", ".join(parts) if parts else ""
+    return f"{available}/{total} nodes are available{detail}."
+
+
+def explain(state: CycleState, request: GangRequest) -> Problem:
+    """The reason for a gang that `place_gang` could not place."""
+    demand = Counter(request.shapes)
+    shapes = sorted(demand, key=lambda s: s.size_key)
+    for shape in shapes:
+        need = demand[shape]
+        room = state.domain_counts(shape, request.topology)[ROOT]
+        if room < need:
+            never = static_room(state, shape, request.topology)[ROOT] < need
+            message = (
+                f"needs {_pods(need, shape)}; {room} fit in the cluster. "
+                f"{node_histogram(state, shape)}"
+            )
+            code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
+            return Problem(code, Reason.INSUFFICIENT_RESOURCES, message)
+    if request.limit >= 0:
+        return _no_domain(state, request, shapes[0], demand[shapes[0]])
+    joined = "join the group's running pods" if request.anchors else "fit together"
+    message = f"the {len(request.pods)} pods fit one by one but do not {joined}"
+    if request.sub_group is not None:
+        size, level = request.sub_group
+        level_name = state.tree(request.topology).levels[level]
+        message += f" with every {size} pods within one {level_name}"
+    return Problem(StatusCode.UNSCHEDULABLE, Reason.NO_DOMAIN_FITS, message)
+
+
+def _no_domain(state: CycleState, request: GangRequest, shape: Shape, need: int) -> Problem:
+    tree = state.tree(request.topology)
+    level = request.limit
+    level_name = tree.levels[level]
+    best = state.best_at_level(shape, request.topology, level)
+    gpu = dict(shape.requests).get(GPU, 0)
+    if gpu:
+        free = _usable_gpus(state, shape, tree, best.domain)
+        wanted = f"{format_amount(GPU, gpu * need)} GPUs ({need} pods)"
+        offer = f"has {format_amount(GPU, free)} GPUs free, room for {best.count} pods"
+    else:
+        wanted = _pods(need, shape)
+        offer = f"has room for {best.count} pods"
+    best_name = tree.name(best.domain)
+    message = f"needs {wanted} within one {level_name}; best {level_name} {best_name} {offer}"
+    if request.anchors:
+        message += " (new pods must join the group's running pods)"
+    room = static_room(state, shape, request.topology)
+    never = not request.anchors and all(room[d] < need for d in tree.by_level[level])
+    if never:
+        message += f"; no {level_name} could hold it even if empty"
+    code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
+    return Problem(code, Reason.NO_DOMAIN_FITS, message)
+
+
+def _pods(count: int, shape: Shape) -> str:
+    return f"{count} pods of {format_resources(dict(shape.requests))}"
+
+
+def _usable_gpus(state: CycleState, shape: Shape, tree: DomainTree, domain: int) -> int:
+    """Free GPUs (milli) in the domain on nodes a pod of this shape may use."""
+    static = state.static(shape.constraints)
+    return sum(
+        max(0, state.free[i].get(GPU, 0)) for i in tree.nodes_in(domain) if static[i] is None
+    )

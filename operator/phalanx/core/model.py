@@ -1,0 +1,178 @@
+"""The typed inputs of a scheduling cycle.
+
+The parser builds these from Kubernetes objects; the simulator builds them
+directly. All resources are integer milli-units (see `phalanx.core.quantity`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from phalanx.core.ids import (
+    DEFAULT_QUEUE,
+    DEFAULT_TOPOLOGY,
+    SCHEDULER_NAME,
+    GroupKey,
+    PodKey,
+    key_of,
+)
+from phalanx.topology.spec import TopologyLevel, TopologySpec
+
+__all__ = [
+    "GroupInfo",
+    "GroupTopology",
+    "NodeInfo",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PodInfo",
+    "PriorityClassInfo",
+    "QueueInfo",
+    "RoleSpec",
+    "SubGroupSpec",
+    "Taint",
+    "Toleration",
+    "TopologyLevel",
+    "TopologySpec",
+]
+
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """`operator` is Equal or Exists; an empty `effect` matches every effect."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    """One matchExpressions (or matchFields, with key `metadata.name`) entry."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Expressions and fields are ANDed; terms of a pod are ORed."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    name: str
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """A pod, with `requests` already the effective request Kubernetes would use.
+
+    `group` is the PodGroup name in the pod's namespace (None: no group);
+    `scheduling_gates` lists the gates still on the pod.
+    """
+
+    namespace: str
+    name: str
+    requests: Mapping[str, int]
+    node_name: str | None = None
+    phase: str = "Pending"
+    scheduler_name: str = SCHEDULER_NAME
+    group: str | None = None
+    role: str | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    priority: int | None = None
+    priority_class_name: str | None = None
+    creation: float = 0.0
+    scheduling_gates: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> PodKey:
+        return PodKey(key_of(self.namespace, self.name))
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in FINISHED_PHASES
+
+
+@dataclass(frozen=True, slots=True)
+class RoleSpec:
+    name: str
+    min_member: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroupSpec:
+    """Every consecutive `size` pods of the gang lie inside one domain of `required`."""
+
+    size: int
+    required: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTopology:
+    network_topology: str = DEFAULT_TOPOLOGY
+    required: str | None = None
+    preferred: str | None = None
+    sub_group: SubGroupSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    namespace: str
+    name: str
+    min_member: int
+    queue: str = DEFAULT_QUEUE
+    priority_class_name: str | None = None
+    min_resources: Mapping[str, int] | None = None
+    roles: tuple[RoleSpec, ...] = ()
+    topology: GroupTopology | None = None
+    creation: float = 0.0
+    schedule_timeout_seconds: int | None = None
+
+    @property
+    def key(self) -> GroupKey:
+        return GroupKey(key_of(self.namespace, self.name))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A cluster-scoped queue; `capability` None means unlimited, `namespaces` () means all."""
+
+    name: str
+    weight: int = 1
+    capability: Mapping[str, int] | None = None
+    guarantee: Mapping[str, int] | None = None
+    parent: str | None = None
+    reclaimable: bool = True
+    open: bool = True
+    namespaces: tuple[str, ...] = ()
+    creation: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassInfo:
+    name: str
+    value: int
+    global_default: bool = False

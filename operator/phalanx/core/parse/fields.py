@@ -1,0 +1,114 @@
+"""Reading fields of Kubernetes objects (plain dicts) with errors that name the field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from phalanx.core.errors import InvalidObject
+from phalanx.core.quantity import QuantityError, parse_quantity
+
+
+class Reader:
+    """One object being parsed: remembers its kind and name for error messages."""
+
+    def __init__(self, kind: str, obj: Mapping[str, Any], namespaced: bool) -> None:
+        self.kind = kind
+        self.obj = obj
+        metadata = obj.get("metadata")
+        if not isinstance(metadata, Mapping):
+            raise InvalidObject(kind, "?", "metadata", "missing")
+        name = metadata.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidObject(kind, "?", "metadata.name", "missing")
+        namespace = metadata.get("namespace") or "default"
+        if namespaced and not isinstance(namespace, str):
+            raise InvalidObject(kind, name, "metadata.namespace", "not a string")
+        self.name: str = name
+        self.namespace: str = str(namespace) if namespaced else ""
+        self.label = f"{namespace}/{name}" if namespaced else name
+
+    def error(self, field: str, message: str) -> InvalidObject:
+        return InvalidObject(self.kind, self.label, field, message)
+
+    def get(self, path: str, default: Any = None) -> Any:
+        current: Any = self.obj
+        for part in path.split("."):
+            if current is None:
+                return default
+            if not isinstance(current, Mapping):
+                raise self.error(path, f"expected an object at {part!r}")
+            current = current.get(part)
+        return default if current is None else current
+
+    def mapping(self, path: str) -> Mapping[str, Any]:
+        value = self.get(path, {})
+        if not isinstance(value, Mapping):
+            raise self.error(path, "expected an object")
+        return value
+
+    def items(self, path: str) -> list[Any]:
+        value = self.get(path, [])
+        if not isinstance(value, list):
+            raise self.error(path, "expected a list")
+        return value
+
+    def string(self, path: str, default: str | None = None) -> str | None:
+        value = self.get(path, default)
+        if value is not None and not isinstance(value, str):
+            raise self.error(path, f"expected a string, got {value!r}")
+        return value
+
+    def integer(
+        self, path: str, default: int | None = None, minimum: int | None = None
+    ) -> int | None:
+        value = self.get(path, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(path, f"expected an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.error(path, f"must be >= {minimum}, got {value}")
+        return value
+
+    def required_integer(self, path: str, minimum: int | None = None) -> int:
+        value = self.integer(path, None, minimum)
+        if value is None:
+            raise self.error(path, "missing")
+        return value
+
+    def boolean(self, path: str, default: bool) -> bool:
+        value = self.get(path, default)
+        if not isinstance(value, bool):
+            raise self.error(path, f"expected true or false, got {value!r}")
+        return value
+
+    def labels(self, path: str) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.mapping(path).items()}
+
+    def resources(self, path: str, data: Mapping[str, Any] | None = None) -> dict[str, int]:
+        """A resource map: every quantity parsed, negatives rejected."""
+        value = self.mapping(path) if data is None else data
+        parsed: dict[str, int] = {}
+        for name, text in value.items():
+            try:
+                amount = parse_quantity(text)
+            except QuantityError as error:
+                raise self.error(f"{path}.{name}", str(error)) from None
+            if amount < 0:
+                raise self.error(f"{path}.{name}", f"must not be negative, got {text!r}")
+            parsed[str(name)] = amount
+        return parsed
+
+    def timestamp(self) -> float:
+        text = self.get("metadata.creationTimestamp")
+        if text is None:
+            return 0.0
+        try:
+            moment = text if isinstance(text, datetime) else datetime.fromisoformat(str(text))
+        except ValueError:
+            raise self.error("metadata.creationTimestamp", f"not a timestamp: {text!r}") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()

@@ -1,0 +1,66 @@
+"""PodGroup -> GroupInfo (also reads Volcano and scheduler-plugins PodGroups)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.core.ids import DEFAULT_QUEUE, DEFAULT_TOPOLOGY
+from phalanx.core.model import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
+from phalanx.core.parse.fields import Reader
+
+
+def parse_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
+    reader = Reader("PodGroup", obj, namespaced=True)
+    min_member = reader.required_integer("spec.minMember", minimum=1)
+    roles = _roles(reader)
+    if sum(role.min_member for role in roles) > min_member:
+        raise reader.error("spec.roles", f"role minima add up to more than minMember {min_member}")
+    min_resources = reader.get("spec.minResources")
+    return GroupInfo(
+        namespace=reader.namespace,
+        name=reader.name,
+        min_member=min_member,
+        queue=reader.string("spec.queue") or DEFAULT_QUEUE,
+        priority_class_name=reader.string("spec.priorityClassName") or None,
+        min_resources=reader.resources("spec.minResources") if min_resources is not None else None,
+        roles=roles,
+        topology=_topology(reader),
+        creation=reader.timestamp(),
+        schedule_timeout_seconds=reader.integer("spec.scheduleTimeoutSeconds", minimum=0),
+    )
+
+
+def _roles(reader: Reader) -> tuple[RoleSpec, ...]:
+    roles = []
+    for i, role in enumerate(reader.items("spec.roles")):
+        field = f"spec.roles[{i}]"
+        if not isinstance(role, Mapping) or not isinstance(role.get("name"), str):
+            raise reader.error(f"{field}.name", "missing")
+        count = role.get("minMember")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise reader.error(f"{field}.minMember", f"expected an integer >= 0, got {count!r}")
+        roles.append(RoleSpec(role["name"], count))
+    return tuple(roles)
+
+
+def _topology(reader: Reader) -> GroupTopology | None:
+    if reader.get("spec.topology") is None:
+        return None
+    required = reader.string("spec.topology.required") or None
+    preferred = reader.string("spec.topology.preferred") or None
+    if required and preferred:
+        raise reader.error("spec.topology", "set required or preferred, not both")
+    sub_group = None
+    if reader.get("spec.topology.subGroup") is not None:
+        level = reader.string("spec.topology.subGroup.required")
+        if not level:
+            raise reader.error("spec.topology.subGroup.required", "missing")
+        size = reader.required_integer("spec.topology.subGroup.size", minimum=1)
+        sub_group = SubGroupSpec(size=size, required=level)
+    return GroupTopology(
+        network_topology=reader.string("spec.topology.networkTopology") or DEFAULT_TOPOLOGY,
+        required=required,
+        preferred=preferred,
+        sub_group=sub_group,
+    )

@@ -1,0 +1,84 @@
+"""Kubernetes objects (dicts, as the API server returns them) -> Snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from phalanx.core.errors import InvalidObject
+from phalanx.core.parse.group import parse_pod_group
+from phalanx.core.parse.node import parse_node
+from phalanx.core.parse.pod import parse_pod
+from phalanx.core.parse.queue import parse_queue
+from phalanx.core.parse.topology import parse_network_topology, parse_priority_class
+from phalanx.core.snapshot import Snapshot
+
+PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
+    "Node": parse_node,
+    "Pod": parse_pod,
+    "PodGroup": parse_pod_group,
+    "Queue": parse_queue,
+    "NetworkTopology": parse_network_topology,
+    "PriorityClass": parse_priority_class,
+}
+
+
+def snapshot_from_objects(objects: Iterable[Mapping[str, Any]], strict: bool = False) -> Snapshot:
+    """Parse every known kind (other kinds are ignored; `kind: List` is unpacked).
+
+    With `strict` the first invalid object raises InvalidObject; otherwise invalid
+    objects are skipped and listed in `Snapshot.invalid`, so one bad object never
+    stops a cycle.
+    """
+    parsed: dict[str, list[Any]] = {kind: [] for kind in PARSERS}
+    invalid: list[InvalidObject] = []
+    for obj in flatten(objects):
+        kind = obj.get("kind")
+        parser = PARSERS.get(kind) if isinstance(kind, str) else None
+        try:
+            if not isinstance(kind, str) or not kind:
+                raise InvalidObject("object", _name_of(obj), "kind", "missing")
+            if parser is None:
+                continue
+            parsed[kind].append(parser(obj))
+        except InvalidObject as error:
+            if strict:
+                raise
+            invalid.append(error)
+    return Snapshot(
+        nodes=tuple(parsed["Node"]),
+        pods=tuple(parsed["Pod"]),
+        groups=tuple(parsed["PodGroup"]),
+        queues=tuple(parsed["Queue"]),
+        topologies=tuple(parsed["NetworkTopology"]),
+        priority_classes=tuple(parsed["PriorityClass"]),
+        invalid=tuple(sorted(invalid, key=str)),
+    )
+
+
+def flatten(objects: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+    """Objects, with `kind: List` (and `*List`) items unpacked; non-objects skipped."""
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            continue
+        kind = obj.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(obj.get("items"), list):
+            item_kind = kind[: -len("List")]
+            items = obj["items"]
+            if item_kind:  # typed lists (PodList) may leave out each item's kind
+                items = [_with_kind(item, item_kind) for item in items]
+            yield from flatten(items)
+        else:
+            yield obj
+
+
+def _with_kind(item: Any, kind: str) -> Any:
+    if isinstance(item, Mapping) and "kind" not in item:
+        return {**item, "kind": kind}
+    return item
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return str(name) if name else "?"

@@ -1,0 +1,153 @@
+"""Pod -> PodInfo, with the effective request Kubernetes schedules by.
+
+Effective request per resource = max(sum of containers + sum of sidecars,
+max over init containers of (that init container + sidecars started before it,
+or for a sidecar, all sidecars up to and including it)) + pod overhead. A
+container's limit stands in for a missing request, as API defaulting does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.core.ids import (
+    GROUP_LABEL,
+    PLUGINS_GROUP_LABEL,
+    ROLE_LABEL,
+    VOLCANO_GROUP_ANNOTATION,
+)
+from phalanx.core.model import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodInfo,
+    Toleration,
+)
+from phalanx.core.parse.fields import Reader
+from phalanx.core.resources import add, maximum, nonzero
+
+_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+_AFFINITY = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
+    reader = Reader("Pod", obj, namespaced=True)
+    if not isinstance(reader.get("spec.containers"), list):
+        raise reader.error("spec.containers", "missing")
+    labels = reader.labels("metadata.labels")
+    annotations = reader.labels("metadata.annotations")
+    group = labels.get(GROUP_LABEL) or annotations.get(VOLCANO_GROUP_ANNOTATION)
+    group = group or labels.get(PLUGINS_GROUP_LABEL)
+    return PodInfo(
+        namespace=reader.namespace,
+        name=reader.name,
+        requests=effective_requests(reader),
+        node_name=reader.string("spec.nodeName") or None,
+        phase=reader.string("status.phase", "Pending") or "Pending",
+        scheduler_name=reader.string("spec.schedulerName", "default-scheduler") or "",
+        group=group or None,
+        role=labels.get(ROLE_LABEL),
+        node_selector=reader.labels("spec.nodeSelector"),
+        affinity=_affinity(reader),
+        tolerations=tuple(
+            _toleration(reader, i, t) for i, t in enumerate(reader.items("spec.tolerations"))
+        ),
+        priority=reader.integer("spec.priority"),
+        priority_class_name=reader.string("spec.priorityClassName"),
+        creation=reader.timestamp(),
+        scheduling_gates=_gates(reader),
+    )
+
+
+def effective_requests(reader: Reader) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for i, container in enumerate(reader.items("spec.containers")):
+        total = add(total, _container_requests(reader, f"spec.containers[{i}]", container))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, container in enumerate(reader.items("spec.initContainers")):
+        requests = _container_requests(reader, f"spec.initContainers[{i}]", container)
+        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+            total = add(total, requests)
+            sidecars = add(sidecars, requests)
+            init_peak = maximum(init_peak, sidecars)
+        else:
+            init_peak = maximum(init_peak, add(requests, sidecars))
+    effective = maximum(total, init_peak)
+    return nonzero(add(effective, reader.resources("spec.overhead")))
+
+
+def _container_requests(reader: Reader, field: str, container: Any) -> dict[str, int]:
+    if not isinstance(container, Mapping):
+        raise reader.error(field, "expected an object")
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise reader.error(f"{field}.resources", "expected an object")
+    requests = _resource_map(reader, f"{field}.resources.requests", resources.get("requests"))
+    limits = _resource_map(reader, f"{field}.resources.limits", resources.get("limits"))
+    return {**limits, **requests}
+
+
+def _resource_map(reader: Reader, field: str, value: Any) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise reader.error(field, "expected an object")
+    return reader.resources(field, value)
+
+
+def _affinity(reader: Reader) -> tuple[NodeSelectorTerm, ...]:
+    terms = reader.items(f"{_AFFINITY}.nodeSelectorTerms")
+    return tuple(
+        _term(reader, f"{_AFFINITY}.nodeSelectorTerms[{i}]", t) for i, t in enumerate(terms)
+    )
+
+
+def _term(reader: Reader, field: str, term: Any) -> NodeSelectorTerm:
+    if not isinstance(term, Mapping):
+        raise reader.error(field, "expected an object")
+    return NodeSelectorTerm(
+        match_expressions=_requirements(
+            reader, f"{field}.matchExpressions", term.get("matchExpressions")
+        ),
+        match_fields=_requirements(reader, f"{field}.matchFields", term.get("matchFields")),
+    )
+
+
+def _requirements(reader: Reader, field: str, value: Any) -> tuple[NodeSelectorRequirement, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise reader.error(field, "expected a list")
+    found = []
+    for i, item in enumerate(value):
+        where = f"{field}[{i}]"
+        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+            raise reader.error(f"{where}.key", "missing")
+        operator = item.get("operator")
+        if operator not in _OPERATORS:
+            raise reader.error(f"{where}.operator", f"unknown operator {operator!r}")
+        values = item.get("values") or []
+        if not isinstance(values, list):
+            raise reader.error(f"{where}.values", "expected a list")
+        found.append(NodeSelectorRequirement(item["key"], operator, tuple(str(v) for v in values)))
+    return tuple(found)
+
+
+def _toleration(reader: Reader, index: int, value: Any) -> Toleration:
+    if not isinstance(value, Mapping):
+        raise reader.error(f"spec.tolerations[{index}]", "expected an object")
+    operator = value.get("operator") or "Equal"
+    if operator not in ("Equal", "Exists"):
+        raise reader.error(f"spec.tolerations[{index}].operator", f"unknown operator {operator!r}")
+    return Toleration(
+        key=str(value.get("key") or ""),
+        operator=operator,
+        value=str(value.get("value") or ""),
+        effect=str(value.get("effect") or ""),
+    )
+
+
+def _gates(reader: Reader) -> tuple[str, ...]:
+    gates = reader.items("spec.schedulingGates")
+    return tuple(str(g.get("name")) for g in gates if isinstance(g, Mapping))

@@ -1,0 +1,34 @@
+"""Queue -> QueueInfo."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.core.model import QueueInfo
+from phalanx.core.parse.fields import Reader
+
+
+def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
+    reader = Reader("Queue", obj, namespaced=False)
+    state = reader.string("spec.state", "Open")
+    if state not in ("Open", "Closed"):
+        raise reader.error("spec.state", f"expected Open or Closed, got {state!r}")
+    namespaces = reader.items("spec.namespaces")
+    if not all(isinstance(n, str) for n in namespaces):
+        raise reader.error("spec.namespaces", "expected a list of strings")
+    return QueueInfo(
+        name=reader.name,
+        weight=reader.integer("spec.weight", 1, minimum=1) or 1,
+        capability=_optional_resources(reader, "spec.capability"),
+        guarantee=_optional_resources(reader, "spec.guarantee"),
+        parent=reader.string("spec.parent") or None,
+        reclaimable=reader.boolean("spec.reclaimable", True),
+        open=state == "Open",
+        namespaces=tuple(sorted(namespaces)),
+        creation=reader.timestamp(),
+    )
+
+
+def _optional_resources(reader: Reader, path: str) -> dict[str, int] | None:
+    return reader.resources(path) if reader.get(path) is not None else None

@@ -1,0 +1,235 @@
+"""Placing a gang: all of its pods inside one topology domain, or none of them.
+
+Levels are tried from the finest up to the coarsest allowed (the required level, or the
+whole cluster); at each level the domains that can hold the gang are found from the
+per-domain aggregates, and the tightest one (least room left for the gang's main shape)
+is taken, so large free domains stay whole for large jobs. Inside it the gang descends
+through as few child domains and nodes as possible, giving the remainder to the
+tightest child; with `spread`, each pod goes to the node with the most room instead.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import dataclass
+
+from phalanx.core.model import PodInfo
+from phalanx.core.shapes import Shape
+from phalanx.core.state import CycleState
+from phalanx.topology.tree import ROOT, ROOT_LEVEL, DomainTree
+
+MAX_ATTEMPTS_PER_LEVEL = 64
+
+
+@dataclass(frozen=True, slots=True)
+class GangRequest:
+    """Pods to place together (in chunk order) and the rules they obey.
+
+    `limit` is the coarsest level the gang may span (-1: the whole cluster);
+    `anchors` are nodes already holding pods of the group, which new pods join.
+    """
+
+    pods: tuple[PodInfo, ...]
+    shapes: tuple[Shape, ...]
+    topology: str | None
+    limit: int
+    preferred: int | None = None
+    sub_group: tuple[int, int] | None = None
+    anchors: tuple[int, ...] = ()
+    spread: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GangPlacement:
+    assignments: tuple[tuple[PodInfo, int], ...]
+    domain: int
+    level: int
+    climbed: int
+
+
+def place_gang(state: CycleState, request: GangRequest) -> GangPlacement | None:
+    """Place every pod of the request, or change nothing and return None."""
+    tree = state.tree(request.topology)
+    demand = Counter(request.shapes)
+    primary = max(demand, key=lambda s: (demand[s], _neg(s.size_key)))
+    for level in range(len(tree.levels) - 1, request.limit - 1, -1):
+        for domain in _candidates(state, tree, request, demand, primary, level):
+            placed = _try_domain(state, tree, request, domain)
+            if placed is not None:
+                climbed = _climbed(request.preferred, level)
+                return GangPlacement(tuple(placed), domain, level, climbed)
+    return None
+
+
+def _neg(key: tuple[int, int, int, object]) -> tuple[int, int, int]:
+    return (-key[0], -key[1], -key[2])
+
+
+def _climbed(preferred: int | None, level: int) -> int:
+    return max(0, preferred - level) if preferred is not None else 0
+
+
+def _candidates(
+    state: CycleState,
+    tree: DomainTree,
+    request: GangRequest,
+    demand: Counter[Shape],
+    primary: Shape,
+    level: int,
+) -> list[int]:
+    """Domains of the level that can hold the gang, tightest first."""
+    if request.anchors:
+        domains: tuple[int, ...] | list[int] = sorted(
+            {tree.node_ancestors[node][level + 1] for node in request.anchors}
+        )
+    else:
+        for shape, count in demand.items():
+            if state.best_at_level(shape, request.topology, level).count < count:
+                return []
+        domains = tree.by_level[level] if level != ROOT_LEVEL else (ROOT,)
+    aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand.items()]
+    fitting = [d for d in domains if all(agg[d] >= n for agg, n in aggregates)]
+    room = state.domain_counts(primary, request.topology)
+    fitting.sort(key=lambda d: (room[d], d))
+    return fitting[:MAX_ATTEMPTS_PER_LEVEL] if len(demand) > 1 or request.sub_group else fitting
+
+
+def _try_domain(
+    state: CycleState, tree: DomainTree, request: GangRequest, domain: int
+) -> list[tuple[PodInfo, int]] | None:
+    log: list[tuple[PodInfo, int]] = []
+    if _assign(state, tree, request, domain, log):
+        return log
+    _rollback(state, log, 0)
+    return None
+
+
+def _assign(
+    state: CycleState,
+    tree: DomainTree,
+    request: GangRequest,
+    domain: int,
+    log: list[tuple[PodInfo, int]],
+) -> bool:
+    pairs = list(zip(request.pods, request.shapes, strict=True))
+    sub = request.sub_group
+    if sub is None or sub[1] <= tree.level_of[domain]:
+        return _fill_mixed(state, tree, request, domain, pairs, log)
+    size, sub_level = sub
+    for start in range(0, len(pairs), size):
+        chunk = pairs[start : start + size]
+        if not _place_chunk(
+            state, tree, request, tree.descendants_at(domain, sub_level), chunk, log
+        ):
+            return False
+    return True
+
+
+def _place_chunk(
+    state: CycleState,
+    tree: DomainTree,
+    request: GangRequest,
+    domains: tuple[int, ...],
+    chunk: list[tuple[PodInfo, Shape]],
+    log: list[tuple[PodInfo, int]],
+) -> bool:
+    """Put one sub-group inside a single one of `domains`, the tightest that takes it."""
+    demand = Counter(shape for _, shape in chunk)
+    aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand.items()]
+    fitting = [d for d in domains if all(agg[d] >= n for agg, n in aggregates)]
+    room = aggregates[0][0]
+    for domain in sorted(fitting, key=lambda d: (room[d], d))[:MAX_ATTEMPTS_PER_LEVEL]:
+        checkpoint = len(log)
+        if _fill_mixed(state, tree, request, domain, chunk, log):
+            return True
+        _rollback(state, log, checkpoint)
+    return False
+
+
+def _fill_mixed(
+    state: CycleState,
+    tree: DomainTree,
+    request: GangRequest,
+    domain: int,
+    pairs: list[tuple[PodInfo, Shape]],
+    log: list[tuple[PodInfo, int]],
+) -> bool:
+    """Place pods of every shape inside `domain`, biggest shapes first."""
+    by_shape: dict[Shape, list[PodInfo]] = {}
+    for pod, shape in pairs:
+        by_shape.setdefault(shape, []).append(pod)
+    for shape in sorted(by_shape, key=lambda s: s.size_key):
+        pods = by_shape[shape]
+        if state.domain_counts(shape, request.topology)[domain] < len(pods):
+            return False
+        plan = _split(state, tree, request, shape, domain, len(pods))
+        queue = iter(pods)
+        for node, count in plan:
+            for _ in range(count):
+                pod = next(queue)
+                state.place(node, pod)
+                log.append((pod, node))
+    return True
+
+
+def _split(
+    state: CycleState,
+    tree: DomainTree,
+    request: GangRequest,
+    shape: Shape,
+    domain: int,
+    count: int,
+) -> list[tuple[int, int]]:
+    """(node, pods) pairs for `count` pods of one shape inside `domain`."""
+    children = tree.children[domain]
+    if not children:
+        node_counts = state.shape(shape).node
+        items = [(node_counts[i], i) for i in tree.nodes_under[domain] if node_counts[i] > 0]
+        return _spread(items, count) if request.spread else pack(items, count)
+    aggregate = state.domain_counts(shape, request.topology)
+    items = [(aggregate[c], c) for c in children if aggregate[c] > 0]
+    plan: list[tuple[int, int]] = []
+    for child, share in pack(items, count):
+        plan.extend(_split(state, tree, request, shape, child, share))
+    return plan
+
+
+def pack(items: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """Fewest members holding `count`: take the largest until the tightest one that
+    holds the rest appears. `items` are (room, id); returns (id, share)."""
+    items = sorted(items)
+    rooms = [room for room, _ in items]
+    end, remaining, plan = len(items), count, []
+    while remaining > 0 and end > 0:
+        tight = bisect_left(rooms, remaining, 0, end)
+        if tight < end:
+            plan.append((items[tight][1], remaining))
+            return plan
+        end -= 1
+        room, ident = items[end]
+        plan.append((ident, room))
+        remaining -= room
+    if remaining > 0:
+        raise ValueError("aggregate room disagrees with its members")
+    return plan
+
+
+def _spread(items: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """Each pod to the member with the most room left (least allocated first)."""
+    heap = [(-room, ident) for room, ident in items]
+    heapq.heapify(heap)
+    shares: dict[int, int] = {}
+    for _ in range(count):
+        negative_room, ident = heapq.heappop(heap)
+        shares[ident] = shares.get(ident, 0) + 1
+        if negative_room < -1:
+            heapq.heappush(heap, (negative_room + 1, ident))
+    return sorted(shares.items())
+
+
+def _rollback(state: CycleState, log: list[tuple[PodInfo, int]], checkpoint: int) -> None:
+    while len(log) > checkpoint:
+        pod, node = log.pop()
+        state.unplace(node, pod)

@@ -1,0 +1,110 @@
+"""Node predicates that do not depend on free capacity: readiness, taints, selectors.
+
+Each returns whether a node can ever take a pod with these constraints; the first
+failing one names the `Exclusion` counted in the "0/N nodes are available" message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from phalanx.core.model import (
+    NodeInfo,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodInfo,
+    Taint,
+    Toleration,
+)
+from phalanx.core.status import Exclusion
+
+_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """The placement constraints of a pod, hashable so pods can share the work."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+def constraints_of(pod: PodInfo) -> Constraints:
+    return Constraints(
+        node_selector=tuple(sorted(pod.node_selector.items())),
+        affinity=pod.affinity,
+        tolerations=pod.tolerations,
+    )
+
+
+def static_exclusion(node: NodeInfo, constraints: Constraints) -> Exclusion | None:
+    """Why the node can never take such a pod in its current state (None: it can)."""
+    if not node.ready:
+        return Exclusion.NOT_READY
+    if node.unschedulable:
+        return Exclusion.CORDONED
+    if node.taints and not all(tolerated(constraints.tolerations, t) for t in node.taints):
+        return Exclusion.TAINT
+    if not matches_selector(node.labels, constraints.node_selector):
+        return Exclusion.SELECTOR
+    if constraints.affinity and not any(matches_term(node, t) for t in constraints.affinity):
+        return Exclusion.AFFINITY
+    return None
+
+
+def tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    """PreferNoSchedule never blocks; NoSchedule and NoExecute need a toleration."""
+    if taint.effect not in _BLOCKING_EFFECTS:
+        return True
+    return any(tolerates(toleration, taint) for toleration in tolerations)
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.operator == "Exists":
+        return not toleration.key or toleration.key == taint.key
+    return toleration.key == taint.key and toleration.value == taint.value
+
+
+def matches_selector(labels: Mapping[str, str], selector: tuple[tuple[str, str], ...]) -> bool:
+    return all(labels.get(key) == value for key, value in selector)
+
+
+def matches_term(node: NodeInfo, term: NodeSelectorTerm) -> bool:
+    """Requirements of a term are ANDed; a term with none matches nothing."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    return all(
+        matches_requirement(node.labels.get(r.key), r) for r in term.match_expressions
+    ) and all(
+        matches_requirement(node.name if r.key == "metadata.name" else None, r)
+        for r in term.match_fields
+    )
+
+
+def matches_requirement(value: str | None, requirement: NodeSelectorRequirement) -> bool:
+    operator = requirement.operator
+    if operator == "In":
+        return value is not None and value in requirement.values
+    if operator == "NotIn":
+        return value is None or value not in requirement.values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt"):
+        return _compare(value, requirement)
+    return False
+
+
+def _compare(value: str | None, requirement: NodeSelectorRequirement) -> bool:
+    if value is None or len(requirement.values) != 1:
+        return False
+    try:
+        actual, bound = int(value), int(requirement.values[0])
+    except ValueError:
+        return False
+    return actual > bound if requirement.operator == "Gt" else actual < bound

@@ -1,0 +1,65 @@
+"""Kubernetes resource quantities, parsed exactly into integer milli-units.
+
+Every resource is stored as an integer count of thousandths ("milli-units"):
+cpu "500m" is 500, memory "1Gi" is 1073741824000, nvidia.com/gpu "8" is 8000.
+One unit for all resources keeps the arithmetic uniform and exact; values that
+are not whole milli-units round up, as Kubernetes' MilliValue does.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_DECIMAL_SI: dict[str, int] = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_BINARY_SI: dict[str, int] = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$")
+_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$")
+
+
+class QuantityError(ValueError):
+    """The text is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: object) -> int:
+    """Parse a quantity (string or YAML number) into integer milli-units."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(f"invalid quantity {value!r}: not a string or number")
+    text = _text_of(value)
+    match = _NUMBER.match(text)
+    if match is None:
+        raise QuantityError(f"invalid quantity {text!r}")
+    sign, digits, suffix = match.groups()
+    amount = Fraction(digits) * _multiplier(text, suffix) * 1000
+    milli = -((-amount.numerator) // amount.denominator)  # ceiling
+    return -milli if sign == "-" and milli else milli
+
+
+def _text_of(value: str | int | float) -> str:
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise QuantityError(f"invalid quantity {value!r}")
+        return repr(value)
+    return str(value).strip()
+
+
+def _multiplier(text: str, suffix: str) -> Fraction:
+    if suffix in _DECIMAL_SI:
+        return Fraction(10) ** _DECIMAL_SI[suffix]
+    if suffix in _BINARY_SI:
+        return Fraction(2) ** _BINARY_SI[suffix]
+    exponent = _EXPONENT.match(suffix)
+    if exponent is not None:
+        return Fraction(10) ** int(exponent.group(1))
+    raise QuantityError(f"invalid quantity {text!r}: unknown suffix {suffix!r}")

@@ -1,0 +1,82 @@
+"""What a cycle returns: bindings and one decision per group, with reasons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phalanx.core.errors import InvalidObject
+from phalanx.core.ids import GroupKey, NodeName, PodKey
+from phalanx.core.status import Reason, StatusCode
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    pod: PodKey
+    node: NodeName
+    group: GroupKey
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a gang went this cycle.
+
+    `level` is the level of the single domain that holds the gang (None: no topology,
+    or the gang spans the whole cluster); `climbed_levels` counts how many levels above
+    the preferred one it had to go; `domains` are (level, path) of the domains used at
+    `level` (path is the domain's labels joined by "/", e.g. "block-1/rack-3").
+    """
+
+    network_topology: str | None
+    level: str | None
+    climbed_levels: int
+    domains: tuple[tuple[str, str], ...]
+    nodes: tuple[NodeName, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodCounts:
+    """Pods of a group after this cycle, as PodGroup status reports them."""
+
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDecision:
+    """The outcome for one group.
+
+    `placed` counts the group's pods on nodes after this cycle (running ones included);
+    `scheduled` is `placed >= min_member`; `admitted` says the group passed queue
+    admission this cycle (or already runs its minimum). `placement` is set only when
+    this cycle bound pods of the group.
+    """
+
+    group: GroupKey
+    admitted: bool
+    scheduled: bool
+    placed: int
+    code: StatusCode
+    reason: Reason
+    message: str
+    placement: Placement | None
+    queue: str = ""
+    min_member: int = 1
+    priority: int = 0
+    counts: PodCounts = PodCounts()
+    implicit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    bindings: tuple[Binding, ...]
+    groups: tuple[GroupDecision, ...]
+    invalid: tuple[InvalidObject, ...] = ()
+    now: float = 0.0
+
+    def decision(self, group: str) -> GroupDecision | None:
+        for decision in self.groups:
+            if decision.group == group:
+                return decision
+        return None

@@ -1,0 +1,174 @@
+"""An immutable picture of the cluster, and the indexes every cycle reads.
+
+Build it from parsed objects (`phalanx.core.parse.snapshot_from_objects`) or
+directly from the typed dataclasses (the simulator's cheap path). Construction
+sorts everything, sums the requests of the pods on each node and attaches the
+(cached) topology trees, so a cycle starts from ready-made arrays; this is the
+work kube-scheduler's cache does incrementally before it hands out a snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from phalanx.core.errors import InvalidObject
+from phalanx.core.ids import (
+    DEFAULT_QUEUE,
+    GANG_GATE,
+    PODS,
+    SCHEDULER_NAME,
+    GroupKey,
+    key_of,
+)
+from phalanx.core.model import (
+    GroupInfo,
+    NodeInfo,
+    PodInfo,
+    PriorityClassInfo,
+    QueueInfo,
+    TopologySpec,
+)
+from phalanx.topology.tree import DomainTree, tree_for
+
+UNLIMITED_PODS = 1 << 30
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    nodes: Sequence[NodeInfo] = ()
+    pods: Sequence[PodInfo] = ()
+    groups: Sequence[GroupInfo] = ()
+    queues: Sequence[QueueInfo] = ()
+    topologies: Sequence[TopologySpec] = ()
+    priority_classes: Sequence[PriorityClassInfo] = ()
+    invalid: Sequence[InvalidObject] = ()
+    index: ClusterIndex = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", ClusterIndex(self))
+
+
+def is_ours(pod: PodInfo) -> bool:
+    """Phalanx places the pod: binder mode (schedulerName) or gate mode (our gate)."""
+    return pod.scheduler_name == SCHEDULER_NAME or GANG_GATE in pod.scheduling_gates
+
+
+def is_waiting(pod: PodInfo) -> bool:
+    """A pod Phalanx should place now: ours, unbound, unfinished, no foreign gate."""
+    if pod.node_name or pod.finished or not is_ours(pod):
+        return False
+    return all(gate == GANG_GATE for gate in pod.scheduling_gates)
+
+
+class ClusterIndex:
+    """Sorted, de-duplicated views of a snapshot plus per-node free capacity."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.nodes: tuple[NodeInfo, ...] = _unique(snapshot.nodes, lambda n: n.name)
+        self.node_position = {node.name: i for i, node in enumerate(self.nodes)}
+        self.pods: tuple[PodInfo, ...] = _unique(snapshot.pods, lambda p: p.key)
+        self.groups = {g.key: g for g in _unique(snapshot.groups, lambda g: g.key)}
+        self.queues = {q.name: q for q in _unique(snapshot.queues, lambda q: q.name)}
+        self.queues.setdefault(DEFAULT_QUEUE, QueueInfo(name=DEFAULT_QUEUE))
+        self.topologies = {t.name: t for t in _unique(snapshot.topologies, lambda t: t.name)}
+        self.invalid = tuple(snapshot.invalid)
+        self.invalid_groups = _invalid_groups(snapshot.invalid)
+        self._index_priorities(snapshot.priority_classes)
+        self._index_usage()
+        self._index_members()
+        self._trees: dict[str | None, DomainTree] = {}
+        for name in (None, *self.topologies):
+            self.tree(name)
+
+    def tree(self, topology: str | None) -> DomainTree:
+        """The domain tree of a topology; None gives the flat tree (root over all nodes)."""
+        tree = self._trees.get(topology)
+        if tree is None:
+            spec = self.topologies[topology] if topology is not None else None
+            names = [node.name for node in self.nodes]
+            tree = tree_for(spec, names, [node.labels for node in self.nodes])
+            self._trees[topology] = tree
+        return tree
+
+    def pod_priority(self, pod: PodInfo) -> int:
+        if pod.priority is not None:
+            return pod.priority
+        if pod.priority_class_name is not None:
+            return self.priority_values.get(pod.priority_class_name, self.default_priority)
+        return self.default_priority
+
+    def _index_priorities(self, classes: Sequence[PriorityClassInfo]) -> None:
+        unique = _unique(classes, lambda c: c.name)
+        self.priority_values = {c.name: c.value for c in unique}
+        defaults = [c.value for c in unique if c.global_default]
+        self.default_priority = max(defaults) if defaults else 0
+
+    def _index_usage(self) -> None:
+        """Free capacity per node: allocatable minus requests of its unfinished pods."""
+        free = [dict(node.allocatable) for node in self.nodes]
+        pods_free = [
+            node.allocatable[PODS] // 1000 if PODS in node.allocatable else UNLIMITED_PODS
+            for node in self.nodes
+        ]
+        position = self.node_position
+        for pod in self.pods:
+            if not pod.node_name or pod.finished:
+                continue
+            index = position.get(pod.node_name)
+            if index is None:
+                continue
+            node_free = free[index]
+            for name, amount in pod.requests.items():
+                node_free[name] = node_free.get(name, 0) - amount
+            pods_free[index] -= 1
+        for node_free in free:
+            node_free.pop(PODS, None)
+        self.free: tuple[dict[str, int], ...] = tuple(free)
+        self.pods_free: tuple[int, ...] = tuple(pods_free)
+        total: dict[str, int] = {}
+        for node in self.nodes:
+            if node.ready and not node.unschedulable:
+                for name, amount in node.allocatable.items():
+                    total[name] = total.get(name, 0) + amount
+        self.cluster_total = total
+
+    def _index_members(self) -> None:
+        """Pods per group; a waiting pod of ours with no group is a group of one."""
+        members: dict[GroupKey, list[PodInfo]] = {}
+        singles: dict[GroupKey, PodInfo] = {}
+        loose_running: list[PodInfo] = []
+        for pod in self.pods:
+            if pod.group is not None:
+                members.setdefault(GroupKey(key_of(pod.namespace, pod.group)), []).append(pod)
+            elif is_waiting(pod):
+                singles[self._single_key(pod)] = pod
+            elif pod.node_name and not pod.finished and is_ours(pod):
+                loose_running.append(pod)
+        self.members = members
+        self.singles = singles
+        self.loose_running = tuple(loose_running)
+
+    def _single_key(self, pod: PodInfo) -> GroupKey:
+        key = GroupKey(pod.key)
+        if key in self.groups or key in self.invalid_groups:
+            return GroupKey(key_of(pod.namespace, f"pod:{pod.name}"))
+        return key
+
+
+def _unique(items: Sequence[_T], key: Callable[[_T], str]) -> tuple[_T, ...]:
+    """Sorted by key; the first of duplicate keys wins."""
+    by_key: dict[str, _T] = {}
+    for item in items:
+        by_key.setdefault(key(item), item)
+    return tuple(by_key[k] for k in sorted(by_key))
+
+
+def _invalid_groups(invalid: Sequence[InvalidObject]) -> dict[GroupKey, InvalidObject]:
+    found: dict[GroupKey, InvalidObject] = {}
+    for error in invalid:
+        if error.kind == "PodGroup" and "/" in error.name:
+            found.setdefault(GroupKey(error.name), error)
+    return found
