@@ -238,7 +238,8 @@ class Scheduler:
         if decision is None or decision.scheduled or timeout is None:
             self.backoff.pop(key, None)
             return False
-        created = creation_time(group) or now
+        created = creation_time(group)
+        created = now if created is None else created
         if now - created < float(timeout):
             return False
         previous = self.backoff.get(key)
@@ -263,7 +264,7 @@ class Scheduler:
             await self.events.post(Event(group, "Normal", "Scheduled",
                                          conditions["Scheduled"]["message"], topic="scheduling"),
                                    now)
-        elif conditions["Unschedulable"]["status"] == "True":
+        elif conditions["Unschedulable"]["status"] == "True" and not timed_out:
             unschedulable = conditions["Unschedulable"]
             await self.events.post(Event(group, "Warning", unschedulable["reason"],
                                          unschedulable["message"], topic="scheduling"), now)

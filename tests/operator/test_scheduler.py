@@ -1,0 +1,154 @@
+"""A whole operator cycle on a fake API: writes only on change, plans finished, partial gangs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from operator_fakes import FakeApi, pod, podgroup
+
+from phalanx.operator.cache import ClusterCache
+from phalanx.operator.scheduler import Scheduler
+from phalanx.operator.settings import OperatorConfig
+
+TOPOLOGY = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "NetworkTopology",
+            "metadata": {"name": "default"}, "spec": {"levels": [
+                {"name": "rack", "nodeLabels": ["rack"]},
+                {"name": "host", "nodeLabels": ["kubernetes.io/hostname"]}]}}
+QUEUE = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
+         "metadata": {"name": "default"}, "spec": {}}
+
+
+def node(name: str, rack: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "rack": rack}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi",
+                                       "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def gpu_pod(name: str, **kw: Any) -> dict[str, Any]:
+    body = pod(name, **kw)
+    body["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]
+    return body
+
+
+def cluster(*objects: dict[str, Any]) -> list[dict[str, Any]]:
+    return [node("n0", "r0"), node("n1", "r0"), node("n2", "r1"), node("n3", "r1"),
+            TOPOLOGY, QUEUE, *objects]
+
+
+def echo_writes(api: FakeApi, objects: list[dict[str, Any]]) -> None:
+    """Play the watch: apply our status patches and bindings to the cached objects."""
+    by_path = {}
+    for body in objects:
+        meta = body["metadata"]
+        by_path[(body["kind"], meta.get("namespace"), meta["name"])] = body
+    for _method, path, payload in api.calls:
+        parts = path.strip("/").split("/")
+        if path.endswith("/status"):
+            kind = {"podgroups": "PodGroup", "queues": "Queue",
+                    "networktopologies": "NetworkTopology"}[parts[-3]]
+            namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else None
+            by_path[(kind, namespace, parts[-2])]["status"] = json.loads(json.dumps(
+                payload["status"]))
+        elif path.endswith("/binding"):
+            target = by_path[("Pod", payload["metadata"]["namespace"], payload["metadata"]["name"])]
+            target["spec"]["nodeName"] = payload["target"]["name"]
+
+
+async def test_an_idle_cluster_causes_no_writes():
+    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    api = FakeApi()
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+                          clock=lambda: 1000.0)
+    await scheduler.cycle()
+    assert len(api.paths("POST")) >= 2  # the two bindings (and events)
+    for _ in range(3):  # the watch shows our writes; pods start running
+        echo_writes(api, objects)
+        for body in objects:
+            if body["kind"] == "Pod":
+                body["status"]["phase"] = "Running"
+        api.calls.clear()
+        await scheduler.cycle()
+    assert api.calls == []
+
+
+async def test_a_leftover_plan_is_finished_on_its_nodes_first():
+    group = podgroup(min_member=2)
+    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": json.dumps(
+        {"id": "old", "pods": {"ns/a": "n2", "ns/b": "n3"}})}
+    objects = cluster(group, gpu_pod("a", node="n2"), gpu_pod("b"), podgroup("other", min_member=1),
+                      gpu_pod("c", group="other"))
+    api = FakeApi()
+    await Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()).cycle()
+    bindings = {(b["metadata"]["name"], b["target"]["name"])
+                for m, p, b in api.calls if p.endswith("/binding")}
+    assert ("b", "n3") in bindings
+    assert ("c", "n3") not in bindings  # the plan's node was reserved before the cycle
+
+
+async def test_a_plan_with_nothing_bound_is_dropped_and_replanned():
+    group = podgroup(min_member=2)
+    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": json.dumps(
+        {"id": "old", "pods": {"ns/a": "gone-node", "ns/b": "n3"}})}
+    objects = cluster(group, gpu_pod("a"), gpu_pod("b"))
+    api = FakeApi()
+    await Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()).cycle()
+    targets = {b["target"]["name"] for m, p, b in api.calls if p.endswith("/binding")}
+    assert len(targets) == 2 and "gone-node" not in targets
+
+
+async def run_partial(controller: bool) -> FakeApi:
+    group = podgroup(min_member=3, status={"phase": "Inqueue"})
+    objects = cluster(group, gpu_pod("a", node="n0", controller=controller),
+                      gpu_pod("b", node="n1", controller=controller), gpu_pod("c"))
+    objects[0]["status"]["allocatable"]["nvidia.com/gpu"] = "8"
+    for name in ("n2", "n3"):  # no room left for the third pod
+        objects.append(gpu_pod(f"x-{name}", group=None, node=name, scheduler="default-scheduler"))
+    api = FakeApi()
+    clock = [0.0]
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api,
+                          OperatorConfig(partial_grace_seconds=10), clock=lambda: clock[0])
+    await scheduler.cycle()
+    assert api.paths("DELETE") == []
+    clock[0] = 11.0
+    await scheduler.cycle()
+    return api
+
+
+async def test_a_partial_gang_with_a_controller_is_released_after_its_deadline():
+    api = await run_partial(controller=True)
+    assert sorted(api.paths("DELETE")) == ["/api/v1/namespaces/ns/pods/a",
+                                           "/api/v1/namespaces/ns/pods/b"]
+
+
+async def test_a_partial_gang_without_a_controller_is_left_alone_with_an_event():
+    api = await run_partial(controller=False)
+    assert api.paths("DELETE") == []
+    reasons = [b["reason"] for m, p, b in api.calls if p.endswith("/events")]
+    assert "PartialGang" in reasons
+
+
+async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
+    group = podgroup(min_member=3, scheduleTimeoutSeconds=5)
+    group["metadata"]["creationTimestamp"] = "1970-01-01T00:00:00Z"
+    objects = cluster(group, *(gpu_pod(f"p{i}") for i in range(3)))
+    objects[0]["metadata"]["labels"]["rack"] = "r0"
+    group["spec"]["topology"] = {"required": "host"}  # three 8-GPU pods never fit one host
+    api = FakeApi()
+    clock = [100.0]
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api,
+                          OperatorConfig(backoff_initial_seconds=10), clock=lambda: clock[0])
+    await scheduler.cycle()
+    status = next(b["status"] for m, p, b in api.calls if p.endswith("podgroups/g/status"))
+    unschedulable = next(c for c in status["conditions"] if c["type"] == "Unschedulable")
+    assert unschedulable["reason"] == "Timeout"
+    events = [b["reason"] for m, p, b in api.calls if p.endswith("/events")]
+    assert events.count("Timeout") == 1
+    assert "ns/g" in scheduler.backoff
+    echo_writes(api, objects)
+    api.calls.clear()
+    clock[0] = 105.0  # inside the backoff: the group is not tried, nothing is written
+    await scheduler.cycle()
+    assert [p for m, p, b in api.calls if "podgroups" in p] == []
