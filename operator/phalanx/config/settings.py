@@ -24,6 +24,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from phalanx.core.config import SchedulerConfig
+
 ENV_PREFIX = "PHALANX_"
 ENV_NESTED_DELIMITER = "__"
 CONFIG_PATH_ENV = "PHALANX_CONFIG"
@@ -131,6 +133,14 @@ class Settings(BaseSettings):
             if low_value > high_value:
                 raise ValueError(f"{low}: must not exceed {high} ({low_value:g} > {high_value:g})")
         return self
+
+    def scheduler_config(self) -> SchedulerConfig:
+        """The core's knobs, as the operator and `kubectl phalanx explain` pass them."""
+        return SchedulerConfig(
+            topology_aware=self.scoring.topology_aware,
+            node_order=self.scoring.node_order,
+            default_topology=self.default_topology,
+        )
 
     @classmethod
     def settings_customise_sources(

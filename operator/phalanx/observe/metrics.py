@@ -99,7 +99,7 @@ class Metrics:
         else:
             self._binding_failures.labels(reason=reason or "Unknown").inc()
 
-    def set_gpu_usage(self, allocated: int, free: int, free_unusable: int) -> None:
+    def set_gpu_usage(self, allocated: float, free: float, free_unusable: float) -> None:
         self._gpus_allocated.set(allocated)
         self._gpus_free.set(free)
         self._gpus_free_unusable.set(free_unusable)

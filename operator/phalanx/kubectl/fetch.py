@@ -1,0 +1,90 @@
+"""Reading the cluster by running `kubectl get -o json`, with the user's kubeconfig and context.
+
+Shelling out keeps the plugin's credentials exactly kubectl's (exec plugins, OIDC, contexts)
+without re-implementing kubeconfig handling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+GROUP = "scheduling.phalanx.io"
+CLUSTER_KINDS = (
+    "nodes",
+    f"queues.{GROUP}",
+    f"networktopologies.{GROUP}",
+    "priorityclasses.scheduling.k8s.io",
+)
+NAMESPACED_KINDS = ("pods", f"podgroups.{GROUP}")
+
+Obj = dict[str, Any]
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+class PluginError(RuntimeError):
+    """A failure to report to the user in one line (exit status 1)."""
+
+
+def run_process(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=120, check=False)
+
+
+@dataclass(frozen=True)
+class Kubectl:
+    """kubectl with the connection flags the user gave the plugin."""
+
+    binary: str = "kubectl"
+    kubeconfig: str | None = None
+    context: str | None = None
+    runner: Runner = run_process
+
+    @staticmethod
+    def default_binary() -> str:
+        return os.environ.get("PHALANX_KUBECTL", "kubectl")
+
+    def command(self, *args: str) -> list[str]:
+        flags = []
+        if self.kubeconfig:
+            flags += ["--kubeconfig", self.kubeconfig]
+        if self.context:
+            flags += ["--context", self.context]
+        return [self.binary, *flags, *args]
+
+    def get_json(self, *args: str) -> Obj:
+        try:
+            done = self.runner(self.command("get", *args, "-o", "json"))
+        except FileNotFoundError:
+            raise PluginError(
+                f"{self.binary} not found; install kubectl or set PHALANX_KUBECTL"
+            ) from None
+        if done.returncode != 0:
+            raise PluginError(done.stderr.strip() or f"kubectl get {' '.join(args)} failed")
+        data = json.loads(done.stdout or "{}")
+        return data if isinstance(data, dict) else {}
+
+    def items(self, *args: str) -> list[Obj]:
+        data = self.get_json(*args)
+        if "items" in data:
+            return list(data["items"])
+        return [data] if data else []
+
+
+def cluster_objects(kubectl: Kubectl) -> list[Obj]:
+    """Everything a scheduling cycle reads: the same kinds the operator watches."""
+    return [
+        *kubectl.items(",".join(CLUSTER_KINDS)),
+        *kubectl.items(",".join(NAMESPACED_KINDS), "--all-namespaces"),
+    ]
+
+
+def pod_group(kubectl: Kubectl, name: str, namespace: str | None) -> Obj:
+    args = [f"podgroups.{GROUP}", name]
+    if namespace:
+        args += ["--namespace", namespace]
+    (group,) = kubectl.items(*args)
+    return group

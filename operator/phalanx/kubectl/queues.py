@@ -1,0 +1,94 @@
+"""`kubectl phalanx queues`: each queue's usage against its guarantee and capability.
+
+Usage is computed the way the scheduler computes it (requests of the queue's pods on nodes,
+children counted in their parents), from a fresh snapshot, not from Queue status, so the
+table is right even while the operator is down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from phalanx.core.admission import seed_ledger
+from phalanx.core.ids import CPU, GPU, MEMORY
+from phalanx.core.members import build_works
+from phalanx.core.resources import format_amount
+from phalanx.core.snapshot import Snapshot
+from phalanx.kubectl.table import format_table
+
+COLUMNS = ((GPU, "GPUS"), (CPU, "CPU"), (MEMORY, "MEMORY"))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    name: str
+    depth: int
+    state: str
+    weight: int
+    used: Mapping[str, int]
+    guarantee: Mapping[str, int] | None
+    capability: Mapping[str, int] | None
+    running_groups: int
+    waiting_groups: int
+
+
+def queue_rows(snapshot: Snapshot) -> list[QueueRow]:
+    """One row per queue, parents before their children."""
+    index = snapshot.index
+    works = build_works(index)
+    ledger = seed_ledger(index, works)
+    running: dict[str, int] = {}
+    waiting: dict[str, int] = {}
+    for work in works:
+        if len(work.running) >= work.min_member:
+            running[work.queue] = running.get(work.queue, 0) + 1
+        elif work.waiting:
+            waiting[work.queue] = waiting.get(work.queue, 0) + 1
+    rows = []
+    for name in sorted(index.queues, key=lambda q: tuple(reversed(ledger.chain(q)))):
+        queue = index.queues[name]
+        rows.append(
+            QueueRow(
+                name=name,
+                depth=len(ledger.chain(name)) - 1,
+                state="Open" if queue.open else "Closed",
+                weight=queue.weight,
+                used=ledger.used.get(name, {}),
+                guarantee=queue.guarantee,
+                capability=queue.capability,
+                running_groups=running.get(name, 0),
+                waiting_groups=waiting.get(name, 0),
+            )
+        )
+    return rows
+
+
+def usage_cell(resource: str, row: QueueRow) -> str:
+    """`used/guarantee/capability`, `-` where a bound is not set."""
+
+    def bound(limits: Mapping[str, int] | None) -> str:
+        if limits is None or resource not in limits:
+            return "-"
+        return format_amount(resource, limits[resource])
+
+    used = format_amount(resource, row.used.get(resource, 0))
+    return f"{used}/{bound(row.guarantee)}/{bound(row.capability)}"
+
+
+def format_queues(rows: Sequence[QueueRow]) -> str:
+    headers = ["QUEUE", "STATE", "WEIGHT"]
+    headers += [f"{title} USED/GUAR/CAP" for _, title in COLUMNS]
+    headers += ["RUNNING", "WAITING"]
+    table = [
+        [
+            "  " * row.depth + row.name,
+            row.state,
+            str(row.weight),
+            *(usage_cell(resource, row) for resource, _ in COLUMNS),
+            str(row.running_groups),
+            str(row.waiting_groups),
+        ]
+        for row in rows
+    ]
+    return format_table(headers, table)

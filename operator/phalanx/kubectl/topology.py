@@ -1,0 +1,142 @@
+"""`kubectl phalanx topology`: the domain tree with free and total GPUs per domain.
+
+The tree is the scheduler's own (`phalanx.topology` over the live nodes); free GPUs count
+only nodes that take pods, exactly what placement sees. A "whole-free" node has all its
+GPUs free: the count a whole-node job cares about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from phalanx.core.ids import GPU
+from phalanx.core.snapshot import Snapshot
+from phalanx.observe.gpu_usage import MILLI, node_gpu_split, takes_pods
+from phalanx.topology.tree import ROOT, DomainTree
+
+
+@dataclass(frozen=True, slots=True)
+class DomainRow:
+    """One domain; `domain` is the tree id, `parent` the parent's id (-1 for the root)."""
+
+    domain: int
+    parent: int
+    depth: int
+    level: str
+    name: str
+    nodes: int
+    gpus: float
+    free_gpus: float
+    whole_free_nodes: int
+
+
+class TopologyNotFound(LookupError):
+    pass
+
+
+def domain_rows(snapshot: Snapshot, topology: str, depth: int | None = None) -> list[DomainRow]:
+    """Domains in depth-first order down to level index `depth` (None: every level)."""
+    index = snapshot.index
+    if topology not in index.topologies:
+        known = ", ".join(sorted(index.topologies)) or "none"
+        raise TopologyNotFound(f"NetworkTopology {topology} not found (known: {known})")
+    tree = index.tree(topology)
+    gpus = [0] * tree.size
+    free = [0] * tree.size
+    whole = [0] * tree.size
+    for i, node in enumerate(index.nodes):
+        used, idle = node_gpu_split(node, index.free[i].get(GPU, 0))
+        usable = takes_pods(node)
+        for domain in tree.node_ancestors[i]:
+            gpus[domain] += used + idle
+            if usable:
+                free[domain] += idle
+                whole[domain] += 1 if idle > 0 and used == 0 else 0
+    rows: list[DomainRow] = []
+    _walk(tree, ROOT, 0, depth, gpus, free, whole, rows)
+    return rows
+
+
+def _walk(
+    tree: DomainTree,
+    domain: int,
+    depth: int,
+    limit: int | None,
+    gpus: Sequence[int],
+    free: Sequence[int],
+    whole: Sequence[int],
+    out: list[DomainRow],
+) -> None:
+    out.append(
+        DomainRow(
+            domain=domain,
+            parent=tree.parent[domain] if domain != ROOT else -1,
+            depth=depth,
+            level=tree.level_name(domain) or "cluster",
+            name=tree.path[domain][-1] if tree.path[domain] else tree.topology or "cluster",
+            nodes=len(tree.nodes_in(domain)),
+            gpus=gpus[domain] / MILLI,
+            free_gpus=free[domain] / MILLI,
+            whole_free_nodes=whole[domain],
+        )
+    )
+    if limit is not None and tree.level_of[domain] >= limit:
+        return
+    for child in sorted(tree.children[domain], key=lambda c: tree.path[c]):
+        _walk(tree, child, depth + 1, limit, gpus, free, whole, out)
+
+
+def default_depth(snapshot: Snapshot, topology: str) -> int | None:
+    """Stop above the per-node level (hostname): one line per node is rarely wanted."""
+    spec = snapshot.index.topologies[topology]
+    levels = spec.levels
+    if len(levels) > 1 and "kubernetes.io/hostname" in levels[-1].node_labels:
+        return len(levels) - 2
+    return None
+
+
+def level_depth(snapshot: Snapshot, topology: str, level: str) -> int:
+    names = [lvl.name for lvl in snapshot.index.topologies[topology].levels]
+    if level not in names:
+        raise TopologyNotFound(f"level {level} not in NetworkTopology {topology}: {names}")
+    return names.index(level)
+
+
+def format_tree(rows: Sequence[DomainRow]) -> str:
+    """An indented tree with box-drawing branches and aligned numbers."""
+    labels = [_prefix(rows, i) + f"{row.level} {row.name}" for i, row in enumerate(rows)]
+    gpus = [f"{row.free_gpus:g}/{row.gpus:g}" for row in rows]
+    nodes = [f"{row.whole_free_nodes}/{row.nodes}" for row in rows]
+    widths = [max(len(cell) for cell in column) for column in (labels, gpus, nodes)]
+    lines = [
+        f"{label.ljust(widths[0])}  {gpu.rjust(widths[1])} GPUs free  "
+        f"{node.rjust(widths[2])} nodes whole-free"
+        for label, gpu, node in zip(labels, gpus, nodes, strict=True)
+    ]
+    return "\n".join(lines)
+
+
+def _prefix(rows: Sequence[DomainRow], i: int) -> str:
+    """Branch drawing: for each ancestor depth, whether more siblings follow."""
+    row = rows[i]
+    if row.depth == 0:
+        return ""
+    parts = []
+    for depth in range(1, row.depth + 1):
+        last = not _more_at_depth(rows, i, depth)
+        if depth == row.depth:
+            parts.append("└─ " if last else "├─ ")
+        else:
+            parts.append("   " if last else "│  ")
+    return "".join(parts)
+
+
+def _more_at_depth(rows: Sequence[DomainRow], i: int, depth: int) -> bool:
+    """Does a later row at `depth` come before the enclosing subtree ends?"""
+    for later in rows[i + 1 :]:
+        if later.depth < depth:
+            return False
+        if later.depth == depth:
+            return True
+    return False
