@@ -13,8 +13,8 @@ from phalanx.sim.workloads.synthetic import SyntheticWorkload, generate
 
 from .conftest import job, make_cluster
 
-POLICIES = ["kube-default"]
-GANG_POLICIES: list[str] = []
+POLICIES = ["phalanx", "kube-default", "gang-spread", "gang-binpack"]
+GANG_POLICIES = ["phalanx", "gang-spread", "gang-binpack"]
 
 
 def _cluster() -> SimCluster:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from phalanx.sim.clock import VirtualClock
 from phalanx.sim.events import EventKind, EventQueue
@@ -29,6 +29,9 @@ class SimConfig:
     cycle_period: float = 0.0
     slowdown: SlowdownModel = field(default_factory=SlowdownModel)
     check_invariants: bool = False
+    window: tuple[float, float] | None = None
+    """Steady-state window (e.g. from a quarter of the arrivals to the last one) over which
+    utilisation is also averaged, leaving out the ramp-up and the drain."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,7 @@ class SimResult:
     samples: tuple[Sample, ...]
     cycles: tuple[CycleStat, ...]
     integrals: Integrals
+    window: tuple[Integrals, Integrals] | None
     end: float
     """End of the measured window: last finish if every job finished, else the horizon."""
 
@@ -112,6 +116,8 @@ class _Run:
         self.samples: list[Sample] = []
         self.cycles: list[CycleStat] = []
         self.integrals = Integrals()
+        self.marks: list[Integrals] = []
+        self.pending_marks = sorted(config.window) if config.window else []
 
     def run(self) -> SimResult:
         horizon = self.config.horizon
@@ -136,6 +142,7 @@ class _Run:
             samples=tuple(self.samples),
             cycles=tuple(self.cycles),
             integrals=self.integrals,
+            window=(self.marks[0], self.marks[1]) if len(self.marks) == 2 else None,
             end=end,
         )
 
@@ -233,6 +240,12 @@ class _Run:
             self.observer(self.clock.now, state, self.runs)
 
     def _integrate(self, until: float) -> None:
+        while self.pending_marks and self.pending_marks[0] <= until:
+            self._integrate_span(self.pending_marks.pop(0))
+            self.marks.append(replace(self.integrals))
+        self._integrate_span(until)
+
+    def _integrate_span(self, until: float) -> None:
         acc = self.integrals
         dt = until - acc.until
         if dt <= 0:

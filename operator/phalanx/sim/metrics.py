@@ -64,6 +64,10 @@ def summarise(result: SimResult) -> dict[str, Any]:
         "makespan_seconds": end,
         "gpu_allocation": acc.allocated / window,
         "gpu_busy": acc.busy / window,
+        **_window(result),
+        "final_gpu_allocation": (
+            result.samples[-1].allocated_gpus / total if result.samples and total else 0.0
+        ),
         "held_idle_gpu_hours": acc.held_idle / 3600.0,
         "queueing_delay_seconds": stats(waits),
         "jct_seconds": stats(jcts),
@@ -106,4 +110,28 @@ def series(result: SimResult) -> dict[str, list[float]]:
         "allocation": [s.allocated_gpus / total for s in picked],
         "held_idle_gpus": [float(s.held_idle_gpus) for s in picked],
         "fully_free_nodes": [float(s.fully_free_nodes) for s in picked],
+    }
+
+
+def _window(result: SimResult) -> dict[str, float | None]:
+    """Utilisation over the steady window only (None when the run ended before it)."""
+    if result.window is None:
+        return {
+            "window_gpu_allocation": None,
+            "window_gpu_busy": None,
+            "window_fully_free_nodes": None,
+        }
+    first, last = result.window
+    span = (last.until - first.until) * result.cluster.total_gpus
+    if span <= 0:
+        return {
+            "window_gpu_allocation": None,
+            "window_gpu_busy": None,
+            "window_fully_free_nodes": None,
+        }
+    return {
+        "window_gpu_allocation": (last.allocated - first.allocated) / span,
+        "window_gpu_busy": (last.busy - first.busy) / span,
+        "window_fully_free_nodes": (last.fully_free_nodes - first.fully_free_nodes)
+        / (last.until - first.until),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,17 @@ def default_horizon(jobs: Sequence[JobSpec], cycle_period: float) -> float:
     return last * HORIZON_FACTOR + max(cycle_period, 1.0)
 
 
+def steady_window(jobs: Sequence[JobSpec]) -> tuple[float, float]:
+    """From a quarter of the arrival span (ramp-up done) to the last arrival (drain not begun)."""
+    last = max((j.arrival for j in jobs), default=0.0)
+    return (0.25 * last, last)
+
+
 def run_policy(
     cluster: SimCluster, jobs: Sequence[JobSpec], policy: str, config: SimConfig
 ) -> dict[str, Any]:
+    if config.window is None:
+        config = replace(config, window=steady_window(jobs))
     result = simulate(cluster, jobs, make_policy(policy, cluster), config)
     summary = summarise(result)
     summary["policy"] = policy

@@ -5,7 +5,8 @@
   (`{name, arrival, duration, pods, gpusPerPod, cpuMilliPerPod, memoryMiBPerPod, priority}`).
 - YAML with `generator: synthetic` (or a benchmark workload whose `trace:` holds
   that): parameters of the seeded generator (`phalanx.sim.workloads.synthetic`).
-- YAML with `generator: alibaba`: `pods:` (CSV path), `demand`, `interval`.
+- YAML with `generator: alibaba`: `pods:` (CSV path), `demand` (`--load` overrides it),
+  `interval`.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def jobs_from_spec(
             pods,
             cluster.total_gpus,
             seed,
-            demand=float(spec.get("demand", 1.3)),
+            demand=load if load is not None else float(spec.get("demand", 1.3)),
             interval=float(spec.get("interval", 1.0)),
         )
     raise TraceError(f"unknown trace: give jobs or generator synthetic|alibaba, not {generator!r}")
