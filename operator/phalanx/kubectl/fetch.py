@@ -34,6 +34,11 @@ def run_process(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(args), capture_output=True, text=True, timeout=120, check=False)
 
 
+def default_binary() -> str:
+    """`$PHALANX_KUBECTL`, else `kubectl` on PATH."""
+    return os.environ.get("PHALANX_KUBECTL", "kubectl")
+
+
 @dataclass(frozen=True)
 class Kubectl:
     """kubectl with the connection flags the user gave the plugin."""
@@ -42,10 +47,6 @@ class Kubectl:
     kubeconfig: str | None = None
     context: str | None = None
     runner: Runner = run_process
-
-    @staticmethod
-    def default_binary() -> str:
-        return os.environ.get("PHALANX_KUBECTL", "kubectl")
 
     def command(self, *args: str) -> list[str]:
         flags = []

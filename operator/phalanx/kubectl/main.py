@@ -20,7 +20,15 @@ from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.snapshot import Snapshot
-from phalanx.kubectl.fetch import Kubectl, PluginError, cluster_objects, pod_group
+from phalanx.kubectl.fetch import (
+    Kubectl,
+    PluginError,
+    Runner,
+    cluster_objects,
+    default_binary,
+    pod_group,
+    run_process,
+)
 
 GROUP_WORDS = {
     "pg",
@@ -58,10 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, runner: Runner | None = None
+) -> int:
+    """Run the plugin; `runner` replaces the kubectl subprocess (tests)."""
     out = out if out is not None else sys.stdout
     args = build_parser().parse_args(argv)
-    kubectl = Kubectl(Kubectl.default_binary(), args.kubeconfig, args.context)
+    kubectl = Kubectl(default_binary(), args.kubeconfig, args.context, runner or run_process)
     try:
         config = _scheduler_config(args.config)
         if args.command == "queues":
