@@ -8,6 +8,7 @@ read as JSON and judged by its status code only.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 from collections.abc import Mapping
@@ -102,7 +103,7 @@ async def load_configuration(kubeconfig: str | None) -> k8s.Configuration:
     """In-cluster service account, else the given kubeconfig, else $KUBECONFIG/~/.kube/config."""
     configuration = k8s.Configuration()
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     else:
         await k8s_config.load_kube_config(
             config_file=kubeconfig, client_configuration=configuration
@@ -112,13 +113,12 @@ async def load_configuration(kubeconfig: str | None) -> k8s.Configuration:
 
 async def connection_info(configuration: k8s.Configuration) -> kopf.ConnectionInfo:
     """The same credentials, in the form Kopf's login handler returns."""
-    header = configuration.get_api_key_with_prefix("BearerToken")
-    if header is not None and not isinstance(header, str):
-        header = await header
+    found: Any = configuration.get_api_key_with_prefix("BearerToken")
+    header = str(await found if inspect.isawaitable(found) else found or "")
     parts = header.split(" ", 1) if header else []
     scheme, token = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0] if parts else None)
     return kopf.ConnectionInfo(
-        server=configuration.host,
+        server=str(configuration.host),
         ca_path=configuration.ssl_ca_cert,
         insecure=not configuration.verify_ssl,
         scheme=scheme,

@@ -47,7 +47,7 @@ def is_gated(pod: Body) -> bool:
 
 
 def wants_phalanx(pod: Body) -> bool:
-    return pod.get("spec", {}).get("schedulerName") == SCHEDULER_NAME
+    return bool(pod.get("spec", {}).get("schedulerName") == SCHEDULER_NAME)
 
 
 def phase_of(pod: Body) -> str:
@@ -64,4 +64,4 @@ def is_deleting(pod: Body) -> bool:
 
 def has_controller(pod: Body) -> bool:
     refs = pod.get("metadata", {}).get("ownerReferences") or []
-    return any(ref.get("controller") for ref in refs)
+    return any(bool(ref.get("controller")) for ref in refs)
