@@ -1,0 +1,116 @@
+"""Node predicates: which nodes a pod may use, and the counted reason when not."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from core_builders import cycle, decision, node, nodes_of, pod
+
+from phalanx.core.model import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    Toleration,
+)
+from phalanx.core.predicates import matches_requirement, tolerates
+
+
+def req(operator: str, *values: str) -> NodeSelectorRequirement:
+    return NodeSelectorRequirement("k", operator, values)
+
+
+@pytest.mark.parametrize(
+    ("value", "requirement", "matches"),
+    [
+        ("a", req("In", "a", "b"), True),
+        ("c", req("In", "a", "b"), False),
+        (None, req("In", "a"), False),
+        ("c", req("NotIn", "a"), True),
+        ("a", req("NotIn", "a"), False),
+        (None, req("NotIn", "a"), True),
+        ("x", req("Exists"), True),
+        (None, req("Exists"), False),
+        (None, req("DoesNotExist"), True),
+        ("x", req("DoesNotExist"), False),
+        ("8", req("Gt", "4"), True),
+        ("4", req("Gt", "4"), False),
+        ("2", req("Lt", "4"), True),
+        ("x", req("Gt", "4"), False),
+        (None, req("Lt", "4"), False),
+    ],
+)
+def test_requirement_operators(value: str | None, requirement: NodeSelectorRequirement, matches: bool) -> None:
+    assert matches_requirement(value, requirement) is matches
+
+
+@pytest.mark.parametrize(
+    ("toleration", "taint", "ok"),
+    [
+        (Toleration("k", "Equal", "v", "NoSchedule"), Taint("k", "v", "NoSchedule"), True),
+        (Toleration("k", "Equal", "w", "NoSchedule"), Taint("k", "v", "NoSchedule"), False),
+        (Toleration("k", "Exists", "", ""), Taint("k", "v", "NoExecute"), True),
+        (Toleration("", "Exists", "", ""), Taint("any", "v", "NoSchedule"), True),
+        (Toleration("k", "Equal", "v", "NoExecute"), Taint("k", "v", "NoSchedule"), False),
+        (Toleration("j", "Exists", "", ""), Taint("k", "v", "NoSchedule"), False),
+    ],
+)
+def test_tolerations(toleration: Toleration, taint: Taint, ok: bool) -> None:
+    assert tolerates(toleration, taint) is ok
+
+
+def test_each_exclusion_is_counted_in_one_sorted_sentence() -> None:
+    zone_a = {"zone": "a"}
+    nodes = [
+        node("tainted-1", labels=zone_a, taints=(Taint("dedicated", "x", "NoSchedule"),)),
+        node("tainted-2", labels=zone_a, taints=(Taint("dedicated", "x", "NoExecute"),)),
+        node("cordoned", labels=zone_a, unschedulable=True),
+        node("down", labels=zone_a, ready=False),
+        node("full", labels=zone_a),
+        node("small", gpus=2, labels=zone_a),
+        node("nopods", labels=zone_a, pods=1),
+        node("other-zone", labels={"zone": "b"}),
+    ]
+    busy = [pod("busy", gpus=8, node_name="full"), pod("other", gpus=0, node_name="nopods")]
+    result = cycle(nodes, busy, pod("big", gpus=4, node_selector=zone_a))
+    found = decision(result, "default/big")
+    assert found.reason == "InsufficientResources"
+    assert found.message.endswith(
+        "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint, "
+        "1 Too many pods, 1 node(s) didn't match Pod's node selector, 1 node(s) were not ready, "
+        "1 node(s) were unschedulable."
+    )
+
+
+def test_preferno_schedule_taint_does_not_block() -> None:
+    result = cycle(node("n", taints=(Taint("soft", "", "PreferNoSchedule"),)), pod("p"))
+    assert nodes_of(result, "default/p") == ["n"]
+
+
+def test_toleration_opens_tainted_node() -> None:
+    tainted = node("n", taints=(Taint("gpu", "h100", "NoSchedule"),))
+    tolerant = pod("p", tolerations=(Toleration("gpu", "Equal", "h100", "NoSchedule"),))
+    assert nodes_of(cycle(tainted, tolerant), "default/p") == ["n"]
+
+
+def test_affinity_terms_are_ored_and_expressions_anded() -> None:
+    nodes = [
+        node("a", labels={"gpu": "h100", "zone": "1"}),
+        node("b", labels={"gpu": "a100", "zone": "2"}),
+        node("c", labels={"gpu": "h100", "zone": "3"}),
+    ]
+    terms = (
+        NodeSelectorTerm((NodeSelectorRequirement("gpu", "In", ("h100",)), NodeSelectorRequirement("zone", "In", ("3",)))),
+        NodeSelectorTerm(match_fields=(NodeSelectorRequirement("metadata.name", "In", ("b",)),)),
+    )
+    pods = [pod(f"p{i}", gpus=8, affinity=terms) for i in range(3)]
+    result = cycle(nodes, pods)
+    placed = sorted(b.node for b in result.bindings)
+    assert placed == ["b", "c"]
+    assert "1 node(s) didn't match Pod's node affinity" in decision(result, "default/p2").message
+
+
+def test_a_resource_the_node_lacks_counts_as_zero() -> None:
+    fpga = replace(pod("p", gpus=0), requests={"example.com/fpga": 1000})
+    result = cycle(node("n"), fpga)
+    assert decision(result, "default/p").message.endswith("1 Insufficient example.com/fpga.")

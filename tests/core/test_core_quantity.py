@@ -1,0 +1,48 @@
+"""Kubernetes quantities parse exactly into integer milli-units."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.core.quantity import QuantityError, parse_quantity
+
+
+@pytest.mark.parametrize(
+    ("text", "milli"),
+    [
+        ("500m", 500),
+        ("1", 1000),
+        (8, 8000),
+        (0.5, 500),
+        ("1.5", 1500),
+        (".5", 500),
+        ("2.", 2000),
+        ("1Gi", 1073741824000),
+        ("1Ki", 1024000),
+        ("1Mi", 1048576000),
+        ("1Ti", 1099511627776000),
+        ("1k", 1000000),
+        ("1M", 10**9),
+        ("1G", 10**12),
+        ("1T", 10**15),
+        ("1P", 10**18),
+        ("1E", 10**21),
+        ("2Ei", 2 * 2**60 * 1000),
+        ("1e3", 1000000),
+        ("1E3", 1000000),
+        ("5e-3", 5),
+        ("100u", 1),  # 0.0001 -> rounds up to 1 milli, as MilliValue does
+        ("1n", 1),
+        ("0", 0),
+        ("+3", 3000),
+        ("1.25Gi", 1342177280000),
+    ],
+)
+def test_valid_quantities(text: str | int | float, milli: int) -> None:
+    assert parse_quantity(text) == milli
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1Gb", "1.5.5", "--1", "e3", "1 Gi", "Gi", "1e", None, True])
+def test_invalid_quantities(text: object) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
