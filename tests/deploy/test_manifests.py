@@ -101,12 +101,8 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
         | {
             (phalanx, "queues", "create"),
         }
-        | {(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")}
-        | {
-            ("apiextensions.k8s.io", "customresourcedefinitions", v)
-            for v in ("get", "list", "watch")
-        }
-        | {("", "namespaces", v) for v in ("get", "list", "watch")}
+        | {("", "events", "create")}
+        | {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
     )
     assert grants(rendered, "ClusterRole") == expected
 
