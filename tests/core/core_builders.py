@@ -117,9 +117,7 @@ def racks(
     return nodes
 
 
-def cycle(
-    *items: Iterable[object] | object, config: SchedulerConfig | None = None
-) -> CycleResult:
+def cycle(*items: Iterable[object] | object, config: SchedulerConfig | None = None) -> CycleResult:
     """Run one cycle on any mix of nodes, pods, groups, queues, topologies."""
     flat: list[object] = []
     for item in items:

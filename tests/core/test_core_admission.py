@@ -31,10 +31,20 @@ def test_earlier_creation_then_name_breaks_ties() -> None:
     first = [pod("first", gpus=2, group="later-name")]
     second = [pod("second", gpus=2, group="early-name")]
     result = cycle(
-        nodes, group("later-name", 1, creation=1.0), first, group("early-name", 1, creation=2.0), second
+        nodes,
+        group("later-name", 1, creation=1.0),
+        first,
+        group("early-name", 1, creation=2.0),
+        second,
     )
     assert decision(result, "default/later-name").scheduled
-    same_time = cycle(nodes, group("b", 1), pod("pb", gpus=2, group="b"), group("a", 1), pod("pa", gpus=2, group="a"))
+    same_time = cycle(
+        nodes,
+        group("b", 1),
+        pod("pb", gpus=2, group="b"),
+        group("a", 1),
+        pod("pa", gpus=2, group="a"),
+    )
     assert decision(same_time, "default/a").scheduled
 
 
@@ -79,7 +89,7 @@ def test_weight_scales_the_share() -> None:
         pod("l-new", gpus=2, group="l-new"),
     )
     # shares: heavy 4/10/4 = 0.1, light 2/10/1 = 0.2 -> heavy first and takes the last 2 GPUs on n1
-    assert [b.group for b in result.bindings][0] == "default/h-new"
+    assert result.bindings[0].group == "default/h-new"
 
 
 def test_queue_capability_counts_running_pods_and_reports_numbers() -> None:
@@ -89,7 +99,11 @@ def test_queue_capability_counts_running_pods_and_reports_numbers() -> None:
     g, pods = gang("new", 2, gpus=4, queue="team-a")
     result = cycle(nodes, team, group("run", 3, queue="team-a"), running, g, pods)
     found = decision(result, "default/new")
-    assert (found.reason, found.code, found.admitted) == ("QueueCapability", StatusCode.UNSCHEDULABLE, False)
+    assert (found.reason, found.code, found.admitted) == (
+        "QueueCapability",
+        StatusCode.UNSCHEDULABLE,
+        False,
+    )
     assert found.message == "queue team-a: 12 of 16 GPUs used, needs 8"
 
 
@@ -108,7 +122,9 @@ def test_admitted_but_unplaced_groups_hold_no_quota_in_later_cycles() -> None:
     placed holds nothing; a newer group under the same capability gets in."""
     nodes = [node("n1", gpus=8)]
     team = QueueInfo("team-a", capability={GPU: 8000})
-    stuck = [pod(f"stuck-{i}", gpus=4, group="stuck", node_selector={"gpu": "b200"}) for i in range(2)]
+    stuck = [
+        pod(f"stuck-{i}", gpus=4, group="stuck", node_selector={"gpu": "b200"}) for i in range(2)
+    ]
     fresh = [pod(f"fresh-{i}", gpus=4, group="fresh") for i in range(2)]
     result = cycle(
         nodes,
@@ -141,7 +157,10 @@ def test_need_beyond_capability_is_unresolvable() -> None:
     team = QueueInfo("team-a", capability={GPU: 8000})
     g, pods = gang("big", 3, gpus=4, queue="team-a")
     found = decision(cycle([node("n1", gpus=16)], team, g, pods), "default/big")
-    assert (found.code, found.message) == (StatusCode.UNRESOLVABLE, "queue team-a: capability is 8 GPUs, needs 12")
+    assert (found.code, found.message) == (
+        StatusCode.UNRESOLVABLE,
+        "queue team-a: capability is 8 GPUs, needs 12",
+    )
 
 
 def test_min_resources_reserve_more_than_the_pods_ask() -> None:

@@ -27,7 +27,9 @@ def pod_obj(containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
     }
 
 
-def container(requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+def container(
+    requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None, **kw: Any
+) -> dict[str, Any]:
     resources: dict[str, Any] = {}
     if requests is not None:
         resources["requests"] = requests
@@ -90,7 +92,9 @@ def test_overhead_is_added() -> None:
         ({}, {}, None),
     ],
 )
-def test_group_membership(labels: dict[str, str], annotations: dict[str, str], group: str | None) -> None:
+def test_group_membership(
+    labels: dict[str, str], annotations: dict[str, str], group: str | None
+) -> None:
     obj = pod_obj([container()])
     obj["metadata"].update(labels=labels, annotations=annotations)
     assert parse_pod(obj).group == group
@@ -116,7 +120,12 @@ def test_pod_fields() -> None:
     )
     obj["status"] = {"phase": "Running"}
     pod = parse_pod(obj)
-    assert (pod.node_name, pod.scheduler_name, pod.priority, pod.phase) == ("n1", "phalanx", 7, "Running")
+    assert (pod.node_name, pod.scheduler_name, pod.priority, pod.phase) == (
+        "n1",
+        "phalanx",
+        7,
+        "Running",
+    )
     assert pod.node_selector == {"zone": "a"}
     assert pod.tolerations[0].operator == "Exists"
     assert pod.affinity[0].match_expressions[0].values == ("4",)
@@ -127,7 +136,9 @@ def node_obj(**status: Any) -> dict[str, Any]:
 
 
 def test_node_reads_allocatable_else_capacity() -> None:
-    assert parse_node(node_obj(allocatable={GPU: "8"}, capacity={GPU: "9"})).allocatable == {GPU: 8000}
+    assert parse_node(node_obj(allocatable={GPU: "8"}, capacity={GPU: "9"})).allocatable == {
+        GPU: 8000
+    }
     assert parse_node(node_obj(capacity={GPU: "9"})).allocatable == {GPU: 9000}
 
 
@@ -176,7 +187,13 @@ def test_queue_and_topology_and_priority_class() -> None:
         {
             "kind": "Queue",
             "metadata": {"name": "team-a"},
-            "spec": {"weight": 3, "capability": {GPU: 64}, "parent": "org", "state": "Closed", "namespaces": ["b", "a"]},
+            "spec": {
+                "weight": 3,
+                "capability": {GPU: 64},
+                "parent": "org",
+                "state": "Closed",
+                "namespaces": ["b", "a"],
+            },
         }
     )
     assert (queue.weight, queue.capability, queue.parent, queue.open, queue.namespaces) == (
@@ -190,11 +207,21 @@ def test_queue_and_topology_and_priority_class() -> None:
         {
             "kind": "NetworkTopology",
             "metadata": {"name": "default"},
-            "spec": {"levels": [{"name": "rack", "nodeLabels": ["leaf", "rack"]}, {"name": "host", "nodeLabels": ["kubernetes.io/hostname"]}]},
+            "spec": {
+                "levels": [
+                    {"name": "rack", "nodeLabels": ["leaf", "rack"]},
+                    {"name": "host", "nodeLabels": ["kubernetes.io/hostname"]},
+                ]
+            },
         }
     )
-    assert [lv.name for lv in topo.levels] == ["rack", "host"] and topo.levels[0].node_labels == ("leaf", "rack")
-    pc = parse_priority_class({"kind": "PriorityClass", "metadata": {"name": "hi"}, "value": 100, "globalDefault": True})
+    assert [lv.name for lv in topo.levels] == ["rack", "host"] and topo.levels[0].node_labels == (
+        "leaf",
+        "rack",
+    )
+    pc = parse_priority_class(
+        {"kind": "PriorityClass", "metadata": {"name": "hi"}, "value": 100, "globalDefault": True}
+    )
     assert (pc.value, pc.global_default) == (100, True)
 
 
@@ -202,24 +229,52 @@ def test_queue_and_topology_and_priority_class() -> None:
     ("obj", "kind", "field"),
     [
         (pod_obj([container({"cpu": "lots"})]), "Pod", "spec.containers[0].resources.requests.cpu"),
-        (pod_obj([container(None, {GPU: "1x"})]), "Pod", "spec.containers[0].resources.limits.nvidia.com/gpu"),
+        (
+            pod_obj([container(None, {GPU: "1x"})]),
+            "Pod",
+            "spec.containers[0].resources.limits.nvidia.com/gpu",
+        ),
         ({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}}, "Pod", "spec.containers"),
         ({"kind": "Pod", "spec": {"containers": []}}, "Pod", "metadata"),
-        ({"kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "-1"}}}, "Node", "status.allocatable.cpu"),
-        ({"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {}}, "PodGroup", "spec.minMember"),
-        ({"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {"minMember": 0}}, "PodGroup", "spec.minMember"),
         (
-            {"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {"minMember": 2, "topology": {"required": "a", "preferred": "b"}}},
+            {"kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "-1"}}},
+            "Node",
+            "status.allocatable.cpu",
+        ),
+        ({"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {}}, "PodGroup", "spec.minMember"),
+        (
+            {"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {"minMember": 0}},
+            "PodGroup",
+            "spec.minMember",
+        ),
+        (
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": "g"},
+                "spec": {"minMember": 2, "topology": {"required": "a", "preferred": "b"}},
+            },
             "PodGroup",
             "spec.topology",
         ),
         (
-            {"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {"minMember": 2, "roles": [{"name": "w", "minMember": 3}]}},
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": "g"},
+                "spec": {"minMember": 2, "roles": [{"name": "w", "minMember": 3}]},
+            },
             "PodGroup",
             "spec.roles",
         ),
-        ({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"capability": {"cpu": "x"}}}, "Queue", "spec.capability.cpu"),
-        ({"kind": "NetworkTopology", "metadata": {"name": "t"}, "spec": {"levels": []}}, "NetworkTopology", "spec.levels"),
+        (
+            {"kind": "Queue", "metadata": {"name": "q"}, "spec": {"capability": {"cpu": "x"}}},
+            "Queue",
+            "spec.capability.cpu",
+        ),
+        (
+            {"kind": "NetworkTopology", "metadata": {"name": "t"}, "spec": {"levels": []}},
+            "NetworkTopology",
+            "spec.levels",
+        ),
         ({"kind": "PriorityClass", "metadata": {"name": "p"}}, "PriorityClass", "value"),
         ({"metadata": {"name": "x"}}, "object", "kind"),
     ],
@@ -241,7 +296,10 @@ def test_lists_are_unpacked_and_other_kinds_ignored() -> None:
                 {"kind": "ConfigMap", "metadata": {"name": "c"}},
             ],
         },
-        {"kind": "PodList", "items": [{"metadata": {"name": "p", "namespace": "ml"}, "spec": {"containers": []}}]},
+        {
+            "kind": "PodList",
+            "items": [{"metadata": {"name": "p", "namespace": "ml"}, "spec": {"containers": []}}],
+        },
     ]
     snapshot = snapshot_from_objects(objects, strict=True)
     assert [n.name for n in snapshot.nodes] == ["n1"]

@@ -64,7 +64,9 @@ def test_required_level_is_never_exceeded() -> None:
     result = cycle(nodes, RACKS, g, pods)
     found = decision(result, "default/big")
     assert found.placed == 0 and found.reason == "NoDomainFits"
-    assert found.message.startswith("needs 24 GPUs (3 pods) within one rack; best rack r0 has 16 GPUs free")
+    assert found.message.startswith(
+        "needs 24 GPUs (3 pods) within one rack; best rack r0 has 16 GPUs free"
+    )
     assert found.code == StatusCode.UNRESOLVABLE  # no rack could ever hold it
 
 
@@ -80,13 +82,20 @@ def test_required_gang_lands_in_one_rack_when_it_fits() -> None:
 
 def test_tightest_domain_is_chosen_so_free_racks_stay_whole() -> None:
     nodes = racks(3, 2, gpus=8)
-    busy = [pod("busy-r0", gpus=8, node_name="n-0-0-0"), pod("busy-r2", gpus=4, node_name="n-0-2-0")]
+    busy = [
+        pod("busy-r0", gpus=8, node_name="n-0-0-0"),
+        pod("busy-r2", gpus=4, node_name="n-0-2-0"),
+    ]
     # free: r0 = 8, r1 = 16, r2 = 12; a 10-GPU gang fits r1 and r2: r2 is tighter
     g, pods = gang("job", 5, gpus=2, required="rack")
     result = cycle(nodes, RACKS, busy, g, pods)
     assert label_of(nodes, nodes_of(result, "default/job"), "rack") == {"r2"}
     placement = decision(result, "default/job").placement
-    assert placement is not None and placement.level == "rack" and placement.domains == (("rack", "r2"),)
+    assert (
+        placement is not None
+        and placement.level == "rack"
+        and placement.domains == (("rack", "r2"),)
+    )
 
 
 def test_preferred_level_climbs_only_when_needed_and_reports_it() -> None:
@@ -97,7 +106,10 @@ def test_preferred_level_climbs_only_when_needed_and_reports_it() -> None:
     small_place = decision(result, "default/small").placement
     large_place = decision(result, "default/large").placement
     assert small_place is not None and small_place.climbed_levels == 0
-    assert large_place is not None and (large_place.level, large_place.climbed_levels) == ("block", 1)
+    assert large_place is not None and (large_place.level, large_place.climbed_levels) == (
+        "block",
+        1,
+    )
     assert len(label_of(nodes, nodes_of(result, "default/large"), "block")) == 1
 
 
@@ -207,7 +219,11 @@ def test_sub_group_that_cannot_fit_places_nothing() -> None:
     pods = [pod(f"job-{i}", gpus=4, group="job") for i in range(4)]
     result = cycle(nodes, RACKS, busy, group("job", 4, topology=spec), pods)
     found = decision(result, "default/job")
-    assert found.placed == 0 and found.reason == "NoDomainFits" and "every 2 pods within one host" in found.message
+    assert (
+        found.placed == 0
+        and found.reason == "NoDomainFits"
+        and "every 2 pods within one host" in found.message
+    )
 
 
 def test_topology_unaware_config_ignores_required_levels() -> None:
@@ -232,7 +248,9 @@ def test_pods_of_other_schedulers_and_gated_pods_are_left_alone() -> None:
     nodes = [node("n1")]
     other = pod("other", scheduler_name="default-scheduler")
     gated = pod("gated", scheduling_gates=("example.com/wait",))
-    ours_gated = pod("ours", scheduler_name="default-scheduler", scheduling_gates=("scheduling.phalanx.io/gang",))
+    ours_gated = pod(
+        "ours", scheduler_name="default-scheduler", scheduling_gates=("scheduling.phalanx.io/gang",)
+    )
     result = cycle(nodes, other, gated, ours_gated)
     assert [b.pod for b in result.bindings] == ["default/ours"]
     assert [g.group for g in result.groups] == ["default/ours"]
@@ -242,7 +260,9 @@ def test_unresolvable_and_missing_things() -> None:
     nodes = racks(1, 2, gpus=8)
     huge = pod("huge", gpus=16)
     no_level = group("no-level", 1, required="zone")
-    no_topo = group("no-topo", 1, topology=GroupTopology(network_topology="fabric", required="rack"))
+    no_topo = group(
+        "no-topo", 1, topology=GroupTopology(network_topology="fabric", required="rack")
+    )
     result = cycle(
         nodes,
         RACKS,

@@ -40,7 +40,9 @@ def req(operator: str, *values: str) -> NodeSelectorRequirement:
         (None, req("Lt", "4"), False),
     ],
 )
-def test_requirement_operators(value: str | None, requirement: NodeSelectorRequirement, matches: bool) -> None:
+def test_requirement_operators(
+    value: str | None, requirement: NodeSelectorRequirement, matches: bool
+) -> None:
     assert matches_requirement(value, requirement) is matches
 
 
@@ -100,7 +102,12 @@ def test_affinity_terms_are_ored_and_expressions_anded() -> None:
         node("c", labels={"gpu": "h100", "zone": "3"}),
     ]
     terms = (
-        NodeSelectorTerm((NodeSelectorRequirement("gpu", "In", ("h100",)), NodeSelectorRequirement("zone", "In", ("3",)))),
+        NodeSelectorTerm(
+            (
+                NodeSelectorRequirement("gpu", "In", ("h100",)),
+                NodeSelectorRequirement("zone", "In", ("3",)),
+            )
+        ),
         NodeSelectorTerm(match_fields=(NodeSelectorRequirement("metadata.name", "In", ("b",)),)),
     )
     pods = [pod(f"p{i}", gpus=8, affinity=terms) for i in range(3)]

@@ -42,7 +42,9 @@ def test_valid_quantities(text: str | int | float, milli: int) -> None:
     assert parse_quantity(text) == milli
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1Gb", "1.5.5", "--1", "e3", "1 Gi", "Gi", "1e", None, True])
+@pytest.mark.parametrize(
+    "text", ["", "abc", "1Gb", "1.5.5", "--1", "e3", "1 Gi", "Gi", "1e", None, True]
+)
 def test_invalid_quantities(text: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(text)

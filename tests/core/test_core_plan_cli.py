@@ -1,0 +1,108 @@
+"""`phalanx plan` end to end, in-process through the real dispatcher."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from phalanx.cli.main import main
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plan" / "cluster.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["plan", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_output_on_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "-f", str(EXAMPLE), "-o", "json")
+    assert code == 0 and err == ""
+    document = json.loads(out)
+    assert set(document) == {"bindings", "groups"}
+    groups = {g["group"]: g for g in document["groups"]}
+    assert set(groups) == {"ml/llm-finetune", "ml/llm-pretrain", "ml/notebook"}
+    assert all(
+        set(g) == {"group", "scheduled", "placed", "reason", "message"} for g in groups.values()
+    )
+    assert (
+        groups["ml/llm-finetune"]["scheduled"] is True and groups["ml/llm-finetune"]["placed"] == 2
+    )
+    pretrain = groups["ml/llm-pretrain"]
+    assert (pretrain["scheduled"], pretrain["placed"], pretrain["reason"]) == (
+        False,
+        0,
+        "NoDomainFits",
+    )
+    assert "within one rack" in pretrain["message"]
+    finetune_nodes = {
+        b["node"] for b in document["bindings"] if b["pod"].startswith("ml/llm-finetune")
+    }
+    assert len(finetune_nodes) == 1  # two 2-GPU pods packed on one node of one rack
+    assert {"pod": "ml/notebook", "node": "node-a1"} in document["bindings"]
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-f", str(EXAMPLE))
+    assert code == 0
+    header = out.splitlines()[0].split()
+    assert header == ["GROUP", "SCHEDULED", "PLACED", "REASON", "MESSAGE"]
+    assert "ml/llm-pretrain" in out and "NoDomainFits" in out and "POD" in out
+
+
+def test_reads_stdin_and_multi_document_yaml(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = """
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {nvidia.com/gpu: "4", cpu: "8", pods: "10"}}
+---
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec:
+  schedulerName: phalanx
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]
+"""
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    code, out, _ = run(capsys, "-f", "-", "-o", "json")
+    assert code == 0
+    assert json.loads(out)["bindings"] == [{"pod": "ns/p", "node": "n1"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("kind: Node\nmetadata: {name: n1\n", "invalid YAML"),
+        (
+            "kind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {}\n",
+            "Pod ns/p: spec.containers: missing",
+        ),
+        (
+            "kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: lots}}\n",
+            "Node n1: status.allocatable.cpu: invalid quantity 'lots'",
+        ),
+        (
+            "kind: PodGroup\nmetadata: {name: g}\nspec: {}\n",
+            "PodGroup default/g: spec.minMember: missing",
+        ),
+        ("- just\n- a list\n", "document 1 is not an object"),
+    ],
+)
+def test_malformed_input_exits_2_with_a_clear_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    code, out, err = run(capsys, "-f", str(path))
+    assert code == 2 and out == ""
+    assert expected in err and "Traceback" not in err
+
+
+def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
+    assert code == 2 and "nope.yaml" in err
