@@ -121,7 +121,7 @@ def test_leader_election_role_is_limited_to_its_lease(rendered: list[Obj]) -> No
         if rule["verbs"] != ["create"]:  # create cannot be limited by name
             assert rule["resourceNames"] == [settings.leader_election.lease_name]
     verbs = {v for rule in role["rules"] for v in rule["verbs"]}
-    assert verbs == {"create", "get", "update", "patch"}
+    assert verbs == {"create", "get", "update"}
 
 
 def test_bindings_give_the_roles_to_the_operator_service_account(rendered: list[Obj]) -> None:
