@@ -13,12 +13,14 @@ pod-by-pod placement lives in the simulator, because the core does not do it.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.model import SimCluster
 from phalanx.sim.policy import Policy
 
 POLICIES = ("phalanx", "kube-default", "gang-spread", "gang-binpack")
-CORE_POLICIES = {
+CORE_POLICIES: dict[str, tuple[bool, Literal["binpack", "spread"]]] = {
     "phalanx": (True, "binpack"),
     "gang-spread": (False, "spread"),
     "gang-binpack": (False, "binpack"),
