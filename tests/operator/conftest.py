@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,20 +24,66 @@ FAST = OperatorConfig(
 )
 
 
+NOT_READY = "node.kubernetes.io/not-ready"
+
+
+def untaint_ready_nodes(cluster: LocalCluster) -> int:
+    """Do what the node lifecycle controller would: drop `not-ready` from Ready nodes.
+
+    kube-apiserver's TaintNodesByCondition admission taints every new node not-ready, and
+    the local cluster runs no kube-controller-manager to lift it once kwok reports Ready.
+    """
+    rest = cluster.rest(timeout=30.0)
+    lifted = 0
+    for node in rest.get("/api/v1/nodes").body["items"]:
+        taints = node["spec"].get("taints") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in node.get("status", {}).get("conditions", []))
+        if ready and any(t["key"] == NOT_READY for t in taints):
+            node["spec"]["taints"] = [t for t in taints if t["key"] != NOT_READY] or None
+            rest.request("PUT", f"/api/v1/nodes/{node['metadata']['name']}", node)
+            lifted += 1
+    return lifted
+
+
 @pytest.fixture
-async def phalanx(cluster: LocalCluster) -> AsyncIterator[Operator]:
-    """A running operator (mode both) whose cache is synced and first cycle is done."""
-    configuration = await load_configuration(str(cluster.kubeconfig))
-    operator = Operator(configuration, FAST)
-    stop = asyncio.Event()
-    task = asyncio.create_task(operator.run(stop=stop))
-    deadline = asyncio.get_running_loop().time() + 60
-    while operator.loop.cycles == 0:
-        if task.done():
-            task.result()
-        assert asyncio.get_running_loop().time() < deadline, "operator did not start"
-        await asyncio.sleep(0.1)
-    yield operator
+def ready_nodes(cluster: LocalCluster) -> LocalCluster:
+    untaint_ready_nodes(cluster)
+    return cluster
+
+
+@pytest.fixture
+def phalanx(ready_nodes: LocalCluster) -> Iterator[Operator]:
+    """A running operator (mode both) whose cache is synced and first cycle is done.
+
+    It runs on its own event loop in a thread: Kopf cancels every task created on its
+    loop after it started when it stops, which would include the test's own tasks.
+    """
+    holder: list[Operator] = []
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    async def serve() -> None:
+        operator = Operator(await load_configuration(str(ready_nodes.kubeconfig)), FAST)
+        holder.append(operator)
+        await operator.run(stop=stop)
+
+    def main() -> None:
+        try:
+            asyncio.run(serve())
+        except BaseException as error:  # reported by the fixture
+            failure.append(error)
+
+    thread = threading.Thread(target=main, name="phalanx-operator", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not holder or holder[0].loop.cycles == 0:
+        assert not failure, failure
+        assert time.monotonic() < deadline, "operator did not start"
+        time.sleep(0.1)
+    yield holder[0]
     stop.set()
-    await asyncio.wait_for(task, 60)
-    assert operator.loop.errors == 0
+    thread.join(60)
+    assert not thread.is_alive(), "operator did not stop"
+    assert not failure, failure
+    assert holder[0].loop.errors == 0

@@ -224,8 +224,9 @@ async def test_a_burst_of_pod_events_causes_few_cycles(
 
 
 async def test_operator_killed_while_placing_finishes_or_drops_its_plans(
-    cluster: LocalCluster, namespace: str
+    ready_nodes: LocalCluster, namespace: str
 ) -> None:
+    cluster = ready_nodes
     target = await _crash_in_the_middle(cluster, namespace)
     sizes = {f"job{i}": 4 for i in range(12)}  # 12 x 4 pods x 4 GPUs = 192 GPUs: all fit
     objects: list[dict[str, Any]] = []

@@ -30,8 +30,10 @@ class Operator:
         config: OperatorConfig | None = None,
         core_config: SchedulerConfig | None = None,
     ) -> None:
-        self.configuration = configuration
         self.config = config or OperatorConfig()
+        # One connection per binding in flight, plus some for status and events.
+        configuration.connection_pool_maxsize = self.config.bind_concurrency + 8
+        self.configuration = configuration
         self.stores: dict[Kind, Store] = {}
         self.cache = ClusterCache(self.stores)
         self.api_client = k8s.ApiClient(configuration)

@@ -87,6 +87,7 @@ class Scheduler:
         self.partial_since: dict[str, float] = {}
         self.written: dict[str, dict[str, Any]] = {}  # object key -> last status we wrote
         self.counters = Counters()
+        self._timings: dict[str, float] = {}
 
     async def cycle(self) -> CycleResult:
         now = self.clock()
@@ -98,7 +99,9 @@ class Scheduler:
             self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces
         )
         result = run_cycle(snapshot, self.core_config, now)
+        self._timings = {"decide": self.clock() - now}
         outcomes = await self._place(result, pods, now)
+        self._timings["place"] = self.clock() - now - self._timings["decide"]
         pods = {pod_key(p): p for p in self.assumed.overlay(pods.values())}
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         members = _members(pods.values())
@@ -323,7 +326,8 @@ class Scheduler:
                      waiting=waiting, gangs_placed=sum(1 for o in outcomes if o.placed),
                      pods_placed=sum(len(o.placed) for o in outcomes),
                      failed=sum(len(o.failed) for o in outcomes), assumed=len(self.assumed),
-                     invalid=len(result.invalid), seconds=round(self.clock() - now, 3))
+                     invalid=len(result.invalid), seconds=round(self.clock() - now, 3),
+                     **{f"{k}_seconds": round(v, 3) for k, v in self._timings.items()})
 
 
 def _members(pods: Any) -> dict[str, list[Body]]:

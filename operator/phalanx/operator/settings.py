@@ -73,7 +73,6 @@ def kopf_settings(config: OperatorConfig) -> kopf.OperatorSettings:
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 30
-    settings.batching.batch_window = 0.05
     # Never SIGKILL the process on a cancelled shutdown (in-process operators in tests/demo).
     settings.process.ultimate_exiting_timeout = None
     return settings
