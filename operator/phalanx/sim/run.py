@@ -16,7 +16,7 @@ from phalanx.sim.policies import make_policy
 from phalanx.sim.workloads import alibaba
 
 HORIZON_FACTOR = 2.0
-"""Default horizon: this many times the last arrival, plus the longest job's duration."""
+"""Default horizon: this many times the last arrival, plus twice the longest job (slowdown)."""
 
 
 def open_cluster(path: str | Path) -> SimCluster:
@@ -32,7 +32,7 @@ def default_horizon(jobs: Sequence[JobSpec], cycle_period: float) -> float:
     finite = [j.duration for j in jobs if j.duration < alibaba.NEVER]
     if not finite:  # no departures: stop shortly after the last arrival
         return last + max(cycle_period, 1.0) * 2
-    return last * HORIZON_FACTOR + max(finite) + max(cycle_period, 1.0)
+    return last * HORIZON_FACTOR + 2 * max(finite) + max(cycle_period, 1.0)
 
 
 def steady_window(jobs: Sequence[JobSpec]) -> tuple[float, float]:
