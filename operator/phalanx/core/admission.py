@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from phalanx.core.ids import DEFAULT_QUEUE, GroupKey
 from phalanx.core.members import GroupWork, Problem
 from phalanx.core.queues import QueueLedger
-from phalanx.core.resources import Resources, maximum, subtract, total_of
+from phalanx.core.resources import Resources, maximum, subtract
 from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.status import Reason, StatusCode
 
@@ -40,10 +40,10 @@ def seed_ledger(index: ClusterIndex, works: Sequence[GroupWork]) -> QueueLedger:
 
 def gang_need(work: GroupWork) -> dict[str, int]:
     """What admitting the group reserves in its queue."""
-    requests = total_of(pod.requests for pod in work.gang)
+    requests = work.gang_requests()
     if work.group is None or work.group.min_resources is None:
         return requests
-    running = total_of(pod.requests for pod in work.running)
+    running = work.running_requests()
     rest = {r: max(0, a) for r, a in subtract(work.group.min_resources, running).items()}
     return maximum(requests, rest)
 
@@ -51,10 +51,12 @@ def gang_need(work: GroupWork) -> dict[str, int]:
 def admit(index: ClusterIndex, works: Sequence[GroupWork], ledger: QueueLedger) -> Admission:
     rejected: dict[GroupKey, Problem] = {}
     lines: dict[str, list[GroupWork]] = {}
+    needs: dict[GroupKey, dict[str, int]] = {}
     for work in works:
         if work.problem is not None or not work.waiting:
             continue
-        problem = _precheck(index, work, ledger)
+        need = needs[work.key] = gang_need(work) if work.mandatory else {}
+        problem = _precheck(index, work, need, ledger)
         if problem is not None:
             rejected[work.key] = problem
         else:
@@ -67,7 +69,7 @@ def admit(index: ClusterIndex, works: Sequence[GroupWork], ledger: QueueLedger) 
         work = lines[queue].pop()
         if not lines[queue]:
             del lines[queue]
-        need = gang_need(work) if work.mandatory else {}
+        need = needs[work.key]
         shortfall = ledger.shortfall(work.queue, need)
         if shortfall is None:
             ledger.add(work.queue, need)
@@ -80,6 +82,9 @@ def admit(index: ClusterIndex, works: Sequence[GroupWork], ledger: QueueLedger) 
 
 
 def _next_queue(lines: dict[str, list[GroupWork]], ledger: QueueLedger, total: Resources) -> str:
+    if len(lines) == 1:
+        return next(iter(lines))
+
     def rank(queue: str) -> tuple[int, float, float, str]:
         head = lines[queue][-1]
         return (-head.priority, ledger.share(queue, total), head.creation, head.key)
@@ -87,7 +92,9 @@ def _next_queue(lines: dict[str, list[GroupWork]], ledger: QueueLedger, total: R
     return min(sorted(lines), key=rank)
 
 
-def _precheck(index: ClusterIndex, work: GroupWork, ledger: QueueLedger) -> Problem | None:
+def _precheck(
+    index: ClusterIndex, work: GroupWork, need: Resources, ledger: QueueLedger
+) -> Problem | None:
     queue = index.queues.get(work.queue)
     if queue is None:
         message = f"queue {work.queue} does not exist"
@@ -98,8 +105,8 @@ def _precheck(index: ClusterIndex, work: GroupWork, ledger: QueueLedger) -> Prob
     if queue.namespaces and work.namespace not in queue.namespaces:
         message = f"namespace {work.namespace} may not use queue {queue.name}"
         return Problem(StatusCode.UNSCHEDULABLE, Reason.NAMESPACE_NOT_ALLOWED, message)
-    if work.mandatory:
-        shortfall = ledger.shortfall(work.queue, gang_need(work), empty=True)
+    if need:
+        shortfall = ledger.shortfall(work.queue, need, empty=True)
         if shortfall is not None:
             return Problem(StatusCode.UNRESOLVABLE, Reason.QUEUE_CAPABILITY, shortfall.message())
     return None

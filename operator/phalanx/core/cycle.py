@@ -17,7 +17,7 @@ from phalanx.core.placement import GangPlacement, GangRequest, place_gang
 from phalanx.core.queues import QueueLedger
 from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
 from phalanx.core.routes import Route, route_of
-from phalanx.core.shapes import shape_of
+from phalanx.core.shapes import Shape, demand_of
 from phalanx.core.snapshot import Snapshot
 from phalanx.core.state import CycleState
 from phalanx.core.status import Reason, StatusCode
@@ -71,16 +71,16 @@ def run_cycle(
 
 
 def _request(
-    state: CycleState,
-    work: GroupWork,
     pods: tuple[PodInfo, ...],
+    shapes: tuple[Shape, ...],
     route: Route,
     config: SchedulerConfig,
     anchors: tuple[int, ...],
 ) -> GangRequest:
     return GangRequest(
         pods=pods,
-        shapes=tuple(shape_of(pod) for pod in pods),
+        shapes=shapes,
+        demand=demand_of(shapes),
         topology=route.topology,
         limit=route.limit,
         preferred=route.preferred,
@@ -104,13 +104,36 @@ def _place_mandatory(
     config: SchedulerConfig,
     outcome: _Outcome,
 ) -> None:
-    request = _request(state, work, work.gang, route, config, _anchors(state, work, outcome))
+    shapes = work.shapes[: work.mandatory]
+    request = _request(work.gang, shapes, route, config, _anchors(state, work, outcome))
+    key = _rejection_key(request)
+    known = state.rejections.get(key) if key is not None else None
+    if known is not None and known[0] == state.generation:
+        outcome.problem = known[1]
+        return
     placed = place_gang(state, request)
     if placed is None:
         outcome.problem = explain(state, request)
+        if key is not None:
+            state.rejections[key] = (state.generation, outcome.problem)
         return
     outcome.gang = placed
     outcome.bound.extend(placed.assignments)
+
+
+def _rejection_key(request: GangRequest) -> object | None:
+    """Gangs asking the same of the same cluster state fail the same way; groups with
+    pods already on nodes are tied to those nodes and are not shared."""
+    if request.anchors:
+        return None
+    return (
+        request.demand,
+        request.topology,
+        request.limit,
+        request.preferred,
+        request.sub_group,
+        request.spread,
+    )
 
 
 def _place_extras(
@@ -122,12 +145,12 @@ def _place_extras(
     outcome: _Outcome,
 ) -> None:
     """Elastic pods beyond the gang, one at a time, near the group's other pods."""
-    for pod in work.extras:
+    for pod, shape in zip(work.extras, work.shapes[work.mandatory :], strict=True):
         if ledger.shortfall(work.queue, pod.requests) is not None:
             outcome.extras_waiting += 1
             continue
         anchors = _anchors(state, work, outcome)
-        request = _request(state, work, (pod,), route, config, anchors)
+        request = _request((pod,), (shape,), route, config, anchors)
         placed = place_gang(state, request)
         if placed is None:
             outcome.extras_waiting += 1
@@ -173,9 +196,7 @@ def _decide(
     )
 
 
-def _scheduled_message(
-    state: CycleState, work: GroupWork, outcome: _Outcome, placed: int
-) -> str:
+def _scheduled_message(state: CycleState, work: GroupWork, outcome: _Outcome, placed: int) -> str:
     message = f"{_pods(placed)} on nodes (minMember {work.min_member})"
     if outcome.bound:
         where = ""

@@ -46,7 +46,7 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
 
 def explain(state: CycleState, request: GangRequest) -> Problem:
     """The reason for a gang that `place_gang` could not place."""
-    demand = Counter(request.shapes)
+    demand = dict(request.demand)
     shapes = sorted(demand, key=lambda s: s.size_key)
     for shape in shapes:
         need = demand[shape]

@@ -8,26 +8,22 @@ from dataclasses import dataclass
 
 from phalanx.core.ids import DEFAULT_QUEUE, GroupKey
 from phalanx.core.model import GroupInfo, PodInfo
+from phalanx.core.resources import Resources
 from phalanx.core.result import PodCounts
-from phalanx.core.snapshot import ClusterIndex, is_waiting
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.shapes import Shape, demand_of, shapes_of
+from phalanx.core.snapshot import ClusterIndex, GroupPods
+from phalanx.core.status import Problem, Reason, StatusCode
 
 _DIGITS = re.compile(r"(\d+)")
+__all__ = ["GroupWork", "Problem", "build_works", "natural_key"]
+
+_NO_PODS = GroupPods((), (), (), 0, 0, 0, False, None, None)
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Why a group cannot even be tried this cycle."""
-
-    code: StatusCode
-    reason: Reason
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GroupWork:
-    """`waiting` lists the gang (its first `mandatory` pods, in name order) then the
-    elastic extras; `running` are the group's unfinished pods already on nodes."""
+    """`waiting` lists the gang (its first `mandatory` pods) then the elastic extras,
+    with `shapes` aligned to it; `running` are the group's unfinished pods on nodes."""
 
     key: GroupKey
     group: GroupInfo | None
@@ -38,6 +34,7 @@ class GroupWork:
     creation: float
     running: tuple[PodInfo, ...]
     waiting: tuple[PodInfo, ...]
+    shapes: tuple[Shape, ...]
     mandatory: int
     counts: PodCounts
     problem: Problem | None = None
@@ -50,6 +47,23 @@ class GroupWork:
     def extras(self) -> tuple[PodInfo, ...]:
         return self.waiting[self.mandatory :]
 
+    def gang_demand(self) -> tuple[tuple[Shape, int], ...]:
+        return demand_of(self.shapes[: self.mandatory])
+
+    def gang_requests(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for shape, count in self.gang_demand():
+            for name, amount in shape.requests:
+                total[name] = total.get(name, 0) + amount * count
+        return total
+
+    def running_requests(self) -> Resources:
+        total: dict[str, int] = {}
+        for pod in self.running:
+            for name, amount in pod.requests.items():
+                total[name] = total.get(name, 0) + amount
+        return total
+
 
 def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
     """worker-2 before worker-10."""
@@ -61,7 +75,7 @@ def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
 def build_works(index: ClusterIndex) -> list[GroupWork]:
     """One entry per group: PodGroups, groups referenced by pods, and groups of one."""
     keys = set(index.groups) | set(index.invalid_groups)
-    keys |= {key for key, pods in index.members.items() if any(is_waiting(p) for p in pods)}
+    keys |= {key for key, pods in index.members.items() if pods.waiting}
     works = [_group_work(index, key) for key in sorted(keys)]
     works.extend(_single_work(index, key, pod) for key, pod in sorted(index.singles.items()))
     works.sort(key=lambda work: work.key)
@@ -69,33 +83,26 @@ def build_works(index: ClusterIndex) -> list[GroupWork]:
 
 
 def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
-    pods = index.members.get(key, [])
+    pods = index.members.get(key, _NO_PODS)
     group = index.groups.get(key)
-    running = tuple(p for p in pods if p.node_name and not p.finished)
-    waiting = sorted(
-        (p for p in pods if is_waiting(p)), key=lambda p: (natural_key(p.name), p.name)
+    counts = PodCounts(
+        pending=pods.pending,
+        running=len(pods.running),
+        succeeded=pods.succeeded,
+        failed=pods.failed,
     )
-    counts = _counts(pods, running)
     namespace = key.split("/", 1)[0]
     priority = _priority(index, group, pods)
     if group is None:
-        invalid = index.invalid_groups.get(key)
-        missing = (
-            Problem(StatusCode.ERROR, Reason.INVALID_SPEC, str(invalid))
-            if invalid is not None
-            else Problem(
-                StatusCode.UNSCHEDULABLE,
-                Reason.GROUP_NOT_FOUND,
-                f"pods name group {key}, which does not exist",
-            )
-        )
         return GroupWork(
-            key, None, namespace, DEFAULT_QUEUE, 1, priority, 0.0, running, (), 0, counts, missing
-        )
-    gang, extras, problem = _split_gang(group, running, waiting)
-    if not running and not waiting and (counts.succeeded or counts.failed):
+            key, None, namespace, DEFAULT_QUEUE, 1, priority, 0.0, pods.running, (), (), 0,
+            counts, _missing_group(index, key),
+        )  # fmt: skip
+    gang, extras, problem = _split_gang(group, pods.running, pods.waiting)
+    if not pods.running and not pods.waiting and (counts.succeeded or counts.failed):
         message = f"all pods finished: {counts.succeeded} succeeded, {counts.failed} failed"
         problem = Problem(StatusCode.SUCCESS, Reason.FINISHED, message)
+    waiting = gang + extras
     return GroupWork(
         key=key,
         group=group,
@@ -104,12 +111,21 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
         min_member=group.min_member,
         priority=priority,
         creation=group.creation,
-        running=running,
-        waiting=gang + extras,
+        running=pods.running,
+        waiting=waiting,
+        shapes=shapes_of(waiting, uniform=pods.shape),
         mandatory=len(gang) if problem is None else 0,
         counts=counts,
         problem=problem,
     )
+
+
+def _missing_group(index: ClusterIndex, key: GroupKey) -> Problem:
+    invalid = index.invalid_groups.get(key)
+    if invalid is not None:
+        return Problem(StatusCode.ERROR, Reason.INVALID_SPEC, str(invalid))
+    message = f"pods name group {key}, which does not exist"
+    return Problem(StatusCode.UNSCHEDULABLE, Reason.GROUP_NOT_FOUND, message)
 
 
 def _single_work(index: ClusterIndex, key: GroupKey, pod: PodInfo) -> GroupWork:
@@ -123,57 +139,51 @@ def _single_work(index: ClusterIndex, key: GroupKey, pod: PodInfo) -> GroupWork:
         creation=pod.creation,
         running=(),
         waiting=(pod,),
+        shapes=shapes_of((pod,)),
         mandatory=1,
         counts=PodCounts(pending=1),
     )
 
 
 def _split_gang(
-    group: GroupInfo, running: tuple[PodInfo, ...], waiting: list[PodInfo]
+    group: GroupInfo, running: tuple[PodInfo, ...], waiting: tuple[PodInfo, ...]
 ) -> tuple[tuple[PodInfo, ...], tuple[PodInfo, ...], Problem | None]:
-    """The pods that must be placed together: role minima first, then up to minMember."""
+    """The pods that must be placed together: role minima first, then up to minMember.
+
+    Pods keep name order; with sub-groups, natural order (worker-2 before worker-10),
+    since every consecutive `size` pods form one sub-group."""
     total = len(running) + len(waiting)
     if total < group.min_member:
         message = f"{total} of {group.min_member} pods exist"
-        return (
-            (),
-            tuple(waiting),
-            Problem(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, message),
-        )
-    chosen: list[PodInfo] = []
-    for role in group.roles:
-        have = sum(1 for p in running if p.role == role.name)
-        candidates = [p for p in waiting if p.role == role.name]
-        need = max(0, role.min_member - have)
-        if len(candidates) < need:
-            message = (
-                f"role {role.name} needs {role.min_member} pods, {have + len(candidates)} exist"
-            )
-            problem = Problem(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, message)
-            return (), tuple(waiting), problem
-        chosen.extend(candidates[:need])
-    picked = {p.key for p in chosen}
-    rest = [p for p in waiting if p.key not in picked]
-    missing = group.min_member - len(running) - len(chosen)
-    if missing > 0:
-        chosen.extend(rest[:missing])
-        rest = rest[missing:]
-    chosen.sort(key=lambda p: (natural_key(p.name), p.name))
-    return tuple(chosen), tuple(rest), None
+        return (), waiting, Problem(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, message)
+    missing = group.min_member - len(running)
+    if not group.roles:
+        gang, rest = waiting[: max(0, missing)], waiting[max(0, missing) :]
+    else:
+        chosen: list[PodInfo] = []
+        for role in group.roles:
+            have = sum(1 for p in running if p.role == role.name)
+            candidates = [p for p in waiting if p.role == role.name]
+            need = max(0, role.min_member - have)
+            if len(candidates) < need:
+                count = have + len(candidates)
+                message = f"role {role.name} needs {role.min_member} pods, {count} exist"
+                problem = Problem(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, message)
+                return (), waiting, problem
+            chosen.extend(candidates[:need])
+        picked = {p.key for p in chosen}
+        others = [p for p in waiting if p.key not in picked]
+        fill = max(0, missing - len(chosen))
+        chosen.extend(others[:fill])
+        gang = tuple(sorted(chosen, key=lambda p: p.name))
+        rest = tuple(others[fill:])
+    if group.topology is not None and group.topology.sub_group is not None:
+        gang = tuple(sorted(gang, key=lambda p: (natural_key(p.name), p.name)))
+    return gang, rest, None
 
 
-def _counts(pods: list[PodInfo], running: tuple[PodInfo, ...]) -> PodCounts:
-    return PodCounts(
-        pending=sum(1 for p in pods if not p.node_name and not p.finished),
-        running=len(running),
-        succeeded=sum(1 for p in pods if p.phase == "Succeeded"),
-        failed=sum(1 for p in pods if p.phase == "Failed"),
-    )
-
-
-def _priority(index: ClusterIndex, group: GroupInfo | None, pods: list[PodInfo]) -> int:
+def _priority(index: ClusterIndex, group: GroupInfo | None, pods: GroupPods) -> int:
     """The group's PriorityClass if it names a known one, else its pods' highest."""
     if group is not None and group.priority_class_name in index.priority_values:
         return index.priority_values[group.priority_class_name]
-    live = [index.pod_priority(p) for p in pods if not p.finished]
-    return max(live) if live else index.default_priority
+    return index.default_priority if pods.priority is None else pods.priority

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections import Counter
 from dataclasses import dataclass
 
 from phalanx.core.model import PodInfo
-from phalanx.core.shapes import Shape
+from phalanx.core.shapes import Shape, demand_of
 from phalanx.core.state import CycleState
 from phalanx.topology.tree import ROOT, ROOT_LEVEL, DomainTree
 
@@ -33,6 +32,7 @@ class GangRequest:
 
     pods: tuple[PodInfo, ...]
     shapes: tuple[Shape, ...]
+    demand: tuple[tuple[Shape, int], ...]
     topology: str | None
     limit: int
     preferred: int | None = None
@@ -52,8 +52,8 @@ class GangPlacement:
 def place_gang(state: CycleState, request: GangRequest) -> GangPlacement | None:
     """Place every pod of the request, or change nothing and return None."""
     tree = state.tree(request.topology)
-    demand = Counter(request.shapes)
-    primary = max(demand, key=lambda s: (demand[s], _neg(s.size_key)))
+    demand = request.demand
+    primary = max(demand, key=lambda item: (item[1], _neg(item[0].size_key)))[0]
     for level in range(len(tree.levels) - 1, request.limit - 1, -1):
         for domain in _candidates(state, tree, request, demand, primary, level):
             placed = _try_domain(state, tree, request, domain)
@@ -75,7 +75,7 @@ def _candidates(
     state: CycleState,
     tree: DomainTree,
     request: GangRequest,
-    demand: Counter[Shape],
+    demand: tuple[tuple[Shape, int], ...],
     primary: Shape,
     level: int,
 ) -> list[int]:
@@ -85,11 +85,11 @@ def _candidates(
             {tree.node_ancestors[node][level + 1] for node in request.anchors}
         )
     else:
-        for shape, count in demand.items():
+        for shape, count in demand:
             if state.best_at_level(shape, request.topology, level).count < count:
                 return []
         domains = tree.by_level[level] if level != ROOT_LEVEL else (ROOT,)
-    aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand.items()]
+    aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand]
     fitting = [d for d in domains if all(agg[d] >= n for agg, n in aggregates)]
     room = state.domain_counts(primary, request.topology)
     fitting.sort(key=lambda d: (room[d], d))
@@ -136,8 +136,8 @@ def _place_chunk(
     log: list[tuple[PodInfo, int]],
 ) -> bool:
     """Put one sub-group inside a single one of `domains`, the tightest that takes it."""
-    demand = Counter(shape for _, shape in chunk)
-    aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand.items()]
+    demand = demand_of([shape for _, shape in chunk])
+    aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand]
     fitting = [d for d in domains if all(agg[d] >= n for agg, n in aggregates)]
     room = aggregates[0][0]
     for domain in sorted(fitting, key=lambda d: (room[d], d))[:MAX_ATTEMPTS_PER_LEVEL]:

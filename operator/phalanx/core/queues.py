@@ -39,6 +39,7 @@ class QueueLedger:
         self.queues = queues
         self.used: dict[str, dict[str, int]] = {name: {} for name in queues}
         self._chains: dict[str, tuple[str, ...]] = {}
+        self._shares: dict[str, float] = {}
 
     def chain(self, queue: str) -> tuple[str, ...]:
         """The queue and its ancestors; a missing parent or a loop ends the chain."""
@@ -54,6 +55,7 @@ class QueueLedger:
 
     def add(self, queue: str, amounts: Resources) -> None:
         for name in self.chain(queue):
+            self._shares.pop(name, None)
             used = self.used[name]
             for resource, amount in amounts.items():
                 used[resource] = used.get(resource, 0) + amount
@@ -83,6 +85,12 @@ class QueueLedger:
 
     def share(self, queue: str, total: Resources) -> float:
         """Weighted dominant resource share: max over resources of used/total, / weight."""
+        share = self._shares.get(queue)
+        if share is None:
+            share = self._shares[queue] = self._share(queue, total)
+        return share
+
+    def _share(self, queue: str, total: Resources) -> float:
         used = self.used.get(queue, {})
         dominant = 0.0
         for resource, amount in used.items():

@@ -3,8 +3,9 @@ per-node work in a cycle (feasibility, fit counts, per-domain aggregates)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
 
 from phalanx.core.ids import CPU, GPU, MEMORY
 from phalanx.core.model import PodInfo
@@ -13,8 +14,17 @@ from phalanx.core.predicates import Constraints, constraints_of
 
 @dataclass(frozen=True, slots=True)
 class Shape:
+    """Hashable, with the hash computed once: shapes key every per-cycle cache."""
+
     requests: tuple[tuple[str, int], ...]
     constraints: Constraints
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.requests, self.constraints)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def size_key(self) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
@@ -25,6 +35,38 @@ class Shape:
 
 def shape_of(pod: PodInfo) -> Shape:
     return Shape(requests=request_items(pod.requests), constraints=constraints_of(pod))
+
+
+def same_shape(left: PodInfo, right: PodInfo) -> bool:
+    """Cheaper than comparing shapes: pods of one job usually share everything."""
+    return (
+        left.requests == right.requests
+        and left.node_selector == right.node_selector
+        and left.affinity == right.affinity
+        and left.tolerations == right.tolerations
+    )
+
+
+def shapes_of(pods: Sequence[PodInfo], uniform: Shape | None = None) -> tuple[Shape, ...]:
+    """Shapes of the pods (all `uniform` if given), computed once per run of alike pods."""
+    if not pods:
+        return ()
+    if uniform is not None:
+        return (uniform,) * len(pods)
+    shapes = [shape_of(pods[0])]
+    for previous, pod in pairwise(pods):
+        shapes.append(shapes[-1] if same_shape(previous, pod) else shape_of(pod))
+    return tuple(shapes)
+
+
+def demand_of(shapes: Sequence[Shape]) -> tuple[tuple[Shape, int], ...]:
+    """(shape, pods) in first-seen order."""
+    if shapes and shapes.count(shapes[0]) == len(shapes):
+        return ((shapes[0], len(shapes)),)
+    counts: dict[Shape, int] = {}
+    for shape in shapes:
+        counts[shape] = counts.get(shape, 0) + 1
+    return tuple(counts.items())
 
 
 def request_items(requests: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
@@ -44,3 +86,17 @@ def fit_count(
         if fits < count:
             count = fits
     return count if count > 0 else 0
+
+
+def fit_counts(
+    frees: Sequence[Mapping[str, int]],
+    pods_free: Sequence[int],
+    requests: tuple[tuple[str, int], ...],
+) -> list[int]:
+    """`fit_count` for every node at once, one resource column at a time (much faster
+    in CPython than a call per node)."""
+    counts = list(pods_free)
+    for name, amount in requests:
+        column = [free.get(name, 0) // amount for free in frees]
+        counts = list(map(min, counts, column))
+    return [count if count > 0 else 0 for count in counts]

@@ -30,6 +30,7 @@ from phalanx.core.model import (
     QueueInfo,
     TopologySpec,
 )
+from phalanx.core.shapes import Shape, same_shape, shape_of
 from phalanx.topology.tree import DomainTree, tree_for
 
 UNLIMITED_PODS = 1 << 30
@@ -61,6 +62,42 @@ def is_waiting(pod: PodInfo) -> bool:
     if pod.node_name or pod.finished or not is_ours(pod):
         return False
     return all(gate == GANG_GATE for gate in pod.scheduling_gates)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPods:
+    """A group's pods split by state, in name order. `uniform`: every waiting pod asks
+    for the same resources under the same constraints (the usual gang), so `shape`
+    stands for all of them."""
+
+    pods: tuple[PodInfo, ...]
+    running: tuple[PodInfo, ...]
+    waiting: tuple[PodInfo, ...]
+    pending: int
+    succeeded: int
+    failed: int
+    uniform: bool
+    priority: int | None
+    shape: Shape | None
+
+    @staticmethod
+    def of(pods: list[PodInfo], priority_of: Callable[[PodInfo], int]) -> GroupPods:
+        running = tuple(p for p in pods if p.node_name and not p.finished)
+        waiting = tuple(p for p in pods if is_waiting(p))
+        first = waiting[0] if waiting else None
+        uniform = first is not None and all(same_shape(first, p) for p in waiting)
+        live = [priority_of(p) for p in pods if not p.finished]
+        return GroupPods(
+            pods=tuple(pods),
+            running=running,
+            waiting=waiting,
+            pending=sum(1 for p in pods if not p.node_name and not p.finished),
+            succeeded=sum(1 for p in pods if p.phase == "Succeeded"),
+            failed=sum(1 for p in pods if p.phase == "Failed"),
+            uniform=uniform,
+            priority=max(live) if live else None,
+            shape=shape_of(first) if uniform and first is not None else None,
+        )
 
 
 class ClusterIndex:
@@ -147,7 +184,7 @@ class ClusterIndex:
                 singles[self._single_key(pod)] = pod
             elif pod.node_name and not pod.finished and is_ours(pod):
                 loose_running.append(pod)
-        self.members = members
+        self.members = {key: GroupPods.of(pods, self.pod_priority) for key, pods in members.items()}
         self.singles = singles
         self.loose_running = tuple(loose_running)
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from phalanx.core.ids import PODS
 from phalanx.core.model import PodInfo
 from phalanx.core.predicates import Constraints, static_exclusion
-from phalanx.core.shapes import Shape, fit_count
+from phalanx.core.shapes import Shape, fit_count, fit_counts
 from phalanx.core.snapshot import UNLIMITED_PODS, ClusterIndex
-from phalanx.core.status import Exclusion
+from phalanx.core.status import Exclusion, Problem
 from phalanx.topology.tree import DomainTree
 
 
@@ -48,6 +48,7 @@ class CycleState:
         self._trees: dict[str | None, DomainTree] = {}
         self._best: dict[tuple[Shape, str | None, int], LevelBest] = {}
         self.static_rooms: dict[tuple[Shape, str | None], list[int]] = {}
+        self.rejections: dict[object, tuple[int, Problem]] = {}
 
     def tree(self, topology: str | None) -> DomainTree:
         tree = self._trees.get(topology)
@@ -67,10 +68,9 @@ class CycleState:
         counts = self._shapes.get(shape)
         if counts is None:
             static = self.static(shape.constraints)
-            free, pods_free, requests = self.free, self.pods_free, shape.requests
+            fits = fit_counts(self.free, self.pods_free, shape.requests)
             node = [
-                fit_count(free[i], pods_free[i], requests) if cause is None else 0
-                for i, cause in enumerate(static)
+                count if cause is None else 0 for count, cause in zip(fits, static, strict=True)
             ]
             counts = self._shapes[shape] = ShapeCounts(shape, static, node)
         return counts
@@ -80,14 +80,7 @@ class CycleState:
         counts = self.shape(shape)
         aggregate = counts.domains.get(topology)
         if aggregate is None:
-            tree = self.tree(topology)
-            aggregate = [0] * tree.size
-            ancestors = tree.node_ancestors
-            for i, count in enumerate(counts.node):
-                if count:
-                    for domain in ancestors[i]:
-                        aggregate[domain] += count
-            counts.domains[topology] = aggregate
+            aggregate = counts.domains[topology] = roll_up(self.tree(topology), counts.node)
         return aggregate
 
     def best_at_level(self, shape: Shape, topology: str | None, level: int) -> LevelBest:
@@ -144,16 +137,25 @@ def static_room(state: CycleState, shape: Shape, topology: str | None) -> list[i
     key = (shape, topology)
     room = cache.get(key)
     if room is None:
-        tree = state.tree(topology)
-        room = [0] * tree.size
+        nodes = state.index.nodes
+        allocatable = [node.allocatable for node in nodes]
+        pods = [a[PODS] // 1000 if PODS in a else UNLIMITED_PODS for a in allocatable]
+        fits = fit_counts(allocatable, pods, shape.requests)
+        transient = (None, Exclusion.NOT_READY, Exclusion.CORDONED)
         static = state.static(shape.constraints)
-        for i, node in enumerate(state.index.nodes):
-            if static[i] not in (None, Exclusion.NOT_READY, Exclusion.CORDONED):
-                continue
-            pods = node.allocatable[PODS] // 1000 if PODS in node.allocatable else UNLIMITED_PODS
-            count = fit_count(node.allocatable, pods, shape.requests)
-            if count:
-                for domain in tree.node_ancestors[i]:
-                    room[domain] += count
-        cache[key] = room
+        counts = [c if cause in transient else 0 for c, cause in zip(fits, static, strict=True)]
+        room = cache[key] = roll_up(state.tree(topology), counts)
     return room
+
+
+def roll_up(tree: DomainTree, node_counts: list[int]) -> list[int]:
+    """Per-domain sums of per-node counts: nodes into their finest domain, then each
+    domain into its parent (ids are ordered coarse to fine, so one reverse pass)."""
+    totals = [0] * tree.size
+    for domain, members in enumerate(tree.nodes_under):
+        if members:
+            totals[domain] = sum(map(node_counts.__getitem__, members))
+    parent = tree.parent
+    for domain in range(tree.size - 1, 0, -1):
+        totals[parent[domain]] += totals[domain]
+    return totals

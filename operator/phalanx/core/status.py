@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum, StrEnum
 
 
@@ -45,3 +46,12 @@ class Exclusion(StrEnum):
     SELECTOR = "node(s) didn't match Pod's node selector"
     AFFINITY = "node(s) didn't match Pod's node affinity"
     TOO_MANY_PODS = "Too many pods"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why a group was not placed: a code, a typed reason, and a message with numbers."""
+
+    code: StatusCode
+    reason: Reason
+    message: str

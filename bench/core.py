@@ -1,0 +1,213 @@
+"""Time one scheduling cycle of the core on large synthetic snapshots.
+
+    python -m bench.core [--repeats 7] [--sizes 1000 4000] [--output bench/results/core.json]
+
+Clusters: 8-GPU nodes in blocks of 16 racks x 16 hosts (three topology levels), half the
+GPUs busy: alternate racks are nearly full (7 of 8 GPUs used on every node) or light
+(2 of 3 nodes empty, the rest 3 GPUs used). Scenarios:
+  gang-fits      one 64-pod x 8-GPU gang (required: block) that fits;
+  none-fit       1,000 pending gangs of mixed sizes (17-96 pods of 4 or 8 GPUs,
+                 required: rack) of which none fits.
+Only `run_cycle` is timed; building the Snapshot is reported separately. Medians over
+the repetitions; `growth` is the 4,000-node median over the 1,000-node median (4.0 would
+be linear).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from phalanx.core import (
+    GroupInfo,
+    GroupTopology,
+    NodeInfo,
+    PodInfo,
+    Snapshot,
+    TopologyLevel,
+    TopologySpec,
+    run_cycle,
+)
+
+GPU = "nvidia.com/gpu"
+GIB = 2**30 * 1000
+HOSTS_PER_RACK = 16
+RACKS_PER_BLOCK = 16
+TOPOLOGY = TopologySpec(
+    "default",
+    (
+        TopologyLevel("block", ("network.topology.nvidia.com/spine",)),
+        TopologyLevel("rack", ("network.topology.nvidia.com/leaf",)),
+        TopologyLevel("host", ("kubernetes.io/hostname",)),
+    ),
+)
+TARGETS_MS = {"gang-fits": 20.0, "none-fit": 200.0}
+
+
+def cluster(size: int, seed: int = 7) -> tuple[list[NodeInfo], list[PodInfo]]:
+    rng = random.Random(seed)
+    nodes: list[NodeInfo] = []
+    running: list[PodInfo] = []
+    for i in range(size):
+        rack_index, host = divmod(i, HOSTS_PER_RACK)
+        block = rack_index // RACKS_PER_BLOCK
+        name = f"node-{i:05d}"
+        labels = {
+            "network.topology.nvidia.com/spine": f"spine-{block}",
+            "network.topology.nvidia.com/leaf": f"leaf-{rack_index}",
+            "kubernetes.io/hostname": name,
+        }
+        allocatable = {"cpu": 128_000, "memory": 2048 * GIB, GPU: 8000, "pods": 110_000}
+        nodes.append(NodeInfo(name=name, allocatable=allocatable, labels=labels))
+        busy = 7 if rack_index % 2 == 0 else (0 if rng.random() < 2 / 3 else 3)
+        if busy:
+            running.append(_pod("running", f"busy-{i}", busy, node=name, cpu=busy * 8))
+    return nodes, running
+
+
+def _pod(
+    namespace: str,
+    name: str,
+    gpus: int,
+    node: str | None = None,
+    group: str | None = None,
+    cpu: int = 8,
+) -> PodInfo:
+    return PodInfo(
+        namespace=namespace,
+        name=name,
+        requests={"cpu": cpu * 1000, "memory": 64 * GIB, GPU: gpus * 1000},
+        node_name=node,
+        phase="Running" if node else "Pending",
+        group=group,
+    )
+
+
+def gang_fits() -> tuple[list[GroupInfo], list[PodInfo]]:
+    group = GroupInfo("train", "llm", 64, topology=GroupTopology(required="block"))
+    return [group], [_pod("train", f"llm-{i}", 8, group="llm") for i in range(64)]
+
+
+def none_fit(seed: int = 11) -> tuple[list[GroupInfo], list[PodInfo]]:
+    rng = random.Random(seed)
+    groups: list[GroupInfo] = []
+    pods: list[PodInfo] = []
+    for g in range(1000):
+        gpus = rng.choice((4, 8))
+        size = rng.choice((17, 24, 32, 48, 64)) if gpus == 8 else rng.choice((33, 48, 64, 96))
+        name = f"job-{g:04d}"
+        groups.append(
+            GroupInfo(
+                "queue", name, size, topology=GroupTopology(required="rack"), creation=float(g)
+            )
+        )
+        pods.extend(_pod("queue", f"{name}-{i}", gpus, group=name) for i in range(size))
+    return groups, pods
+
+
+SCENARIOS: dict[str, Callable[[], tuple[list[GroupInfo], list[PodInfo]]]] = {
+    "gang-fits": gang_fits,
+    "none-fit": none_fit,
+}
+
+
+def measure(size: int, scenario: str, repeats: int) -> dict[str, Any]:
+    nodes, running = cluster(size)
+    groups, pending = SCENARIOS[scenario]()
+    build: list[float] = []
+    cycle: list[float] = []
+    result = None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        snapshot = Snapshot(
+            nodes=nodes, pods=running + pending, groups=groups, topologies=(TOPOLOGY,)
+        )
+        built = time.perf_counter()
+        result = run_cycle(snapshot)
+        done = time.perf_counter()
+        build.append((built - started) * 1000)
+        cycle.append((done - built) * 1000)
+    assert result is not None
+    scheduled = sum(1 for d in result.groups if d.scheduled)
+    expected = 1 if scenario == "gang-fits" else 0
+    if scheduled != expected:
+        raise SystemExit(
+            f"{scenario} on {size} nodes: {scheduled} groups scheduled, expected {expected}"
+        )
+    return {
+        "nodes": size,
+        "scenario": scenario,
+        "groups": len(groups),
+        "pending_pods": len(pending),
+        "running_pods": len(running),
+        "scheduled_groups": scheduled,
+        "cycle_ms_median": round(statistics.median(cycle), 2),
+        "cycle_ms_min": round(min(cycle), 2),
+        "snapshot_ms_median": round(statistics.median(build), 2),
+        "repeats": repeats,
+    }
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.core", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000])
+    parser.add_argument("--output", type=Path, default=Path("bench/results/core.json"))
+    args = parser.parse_args(argv)
+    runs = [measure(size, scenario, args.repeats) for scenario in SCENARIOS for size in args.sizes]
+    growth = {}
+    for scenario in SCENARIOS:
+        medians = [r["cycle_ms_median"] for r in runs if r["scenario"] == scenario]
+        growth[scenario] = round(medians[-1] / medians[0], 2) if len(medians) > 1 else None
+    largest = max(args.sizes)
+    verdict = {
+        scenario: {
+            "target_ms": target,
+            "measured_ms": next(
+                r["cycle_ms_median"]
+                for r in runs
+                if r["scenario"] == scenario and r["nodes"] == largest
+            ),
+        }
+        for scenario, target in TARGETS_MS.items()
+    }
+    for check in verdict.values():
+        check["met"] = check["measured_ms"] <= check["target_ms"]
+    report = {
+        "command": "python -m bench.core " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "runs": runs,
+        "growth_ratio": growth,
+        "targets_at_largest_size": verdict,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({"runs": runs, "growth_ratio": growth, "targets": verdict}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
