@@ -12,24 +12,7 @@ from phalanx.cluster import LocalCluster
 from .rendering import MANIFESTS, render
 
 ACCOUNT = "system:serviceaccount:phalanx-system:phalanx"
-RBAC_KINDS = {
-    "Namespace",
-    "ServiceAccount",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "Role",
-    "RoleBinding",
-}
-
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def installed_rbac(cluster: LocalCluster) -> LocalCluster:
-    """The namespace, ServiceAccount and roles, applied for real."""
-    objects = [o for o in render(MANIFESTS) if o["kind"] in RBAC_KINDS]
-    cluster.apply(objects)
-    return cluster
 
 
 def test_whole_kustomization_passes_server_side_dry_run(installed_rbac: LocalCluster) -> None:

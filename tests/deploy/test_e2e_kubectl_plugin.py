@@ -91,7 +91,7 @@ def test_explain_says_why_the_gang_waits_with_numbers(
     text = run([*plugin_env, "explain", "pg", "too-big", "-n", namespace])
     assert f"PodGroup {namespace}/too-big: queue {queue}, minMember 5" in text
     assert "5 waiting (5 needed together, requesting 40 GPUs in total)" in text
-    assert "needs 40 GPUs (5 pods) within one rack" in text
+    assert "needs 40 GPUs (5 pods) within one rack" in text, text
     best = re.search(r"best rack \S+ has (\d+) GPUs free", text)
     assert best is not None, text
     assert int(best.group(1)) <= GPUS_PER_NODE * NODES_PER_RACK
