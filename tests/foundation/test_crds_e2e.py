@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -68,23 +69,36 @@ def test_kubectl_get_shows_the_printer_columns(cluster: LocalCluster, namespace:
         "-p", json.dumps({"status": {"phase": "Running", "running": 8,
                                      "placement": {"summary": "rack=rack-0-1 (8 nodes)"}}}),
     )
-    table = cluster.kubectl("get", "pg", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "PHASE", "MINMEMBER", "RUNNING", "QUEUE", "PLACEMENT",
-                                "AGE"]
-    assert table[1].split()[:8] == ["train-rack", "Running", "8", "8", "team-a",
-                                    "rack=rack-0-1", "(8", "nodes)"]
+    (row,) = table(cluster.kubectl("get", "pg", "-n", namespace).stdout)
+    assert list(row) == ["NAME", "PHASE", "MINMEMBER", "RUNNING", "QUEUE", "PLACEMENT", "AGE"]
+    assert row | {"AGE": ""} == {
+        "NAME": "train-rack", "PHASE": "Running", "MINMEMBER": "8", "RUNNING": "8",
+        "QUEUE": "team-a", "PLACEMENT": "rack=rack-0-1 (8 nodes)", "AGE": "",
+    }
     cluster.kubectl(
         "patch", "queue", "team-a", "--subresource=status", "--type=merge",
         "-p", json.dumps({"status": {"pending": 1, "running": 2,
                                      "allocated": {"nvidia.com/gpu": 64}}}),
     )
-    table = cluster.kubectl("get", "queue", "team-a").stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "WEIGHT", "PARENT", "PENDING", "RUNNING",
-                                "ALLOCATED", "GPUS", "AGE"]
-    assert table[1].split()[:6] == ["team-a", "Open", "2", "<none>", "1", "2"]
-    assert table[1].split()[6] == "64"
-    header = cluster.kubectl("get", "ntopo", "default").stdout.splitlines()[0].split()
-    assert header == ["NAME", "LEVELS", "DOMAINS", "NODES", "AGE"]
+    (row,) = table(cluster.kubectl("get", "queue", "team-a").stdout)
+    assert row | {"AGE": ""} == {
+        "NAME": "team-a", "STATE": "Open", "WEIGHT": "2", "PARENT": "", "PENDING": "1",
+        "RUNNING": "2", "ALLOCATED GPUS": "64", "AGE": "",
+    }
+    (row,) = table(cluster.kubectl("get", "ntopo", "default").stdout)
+    assert list(row) == ["NAME", "LEVELS", "DOMAINS", "NODES", "AGE"]
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """Rows of a `kubectl get` table, cut at the header's column starts."""
+    header, *lines = text.splitlines()
+    starts = [match.start() for match in re.finditer(r"(?<!\S)\S+(?: \S+)*", header)]
+    names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+    return [
+        {name: line[a:b].strip() for name, a, b in zip(names, starts, [*starts[1:], None],
+                                                        strict=True)}
+        for line in lines
+    ]
 
 
 def pod_group(spec: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +140,7 @@ MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
     "duplicate role names": (
         pod_group({"minMember": 4, "roles": [{"name": "worker", "minMember": 1},
                                              {"name": "worker", "minMember": 2}]}),
-        "spec.roles[1]",
+        'spec.roles: duplicate entries for key [name="worker"]',
     ),
     "negative scheduleTimeoutSeconds": (
         pod_group({"minMember": 2, "scheduleTimeoutSeconds": -1}), "spec.scheduleTimeoutSeconds"
@@ -151,7 +165,9 @@ MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
     "capability not a quantity": (queue({"capability": {"cpu": "2 cores"}}), "spec.capability"),
     "misspelt queue field": (queue({"wieght": 2}), "spec.wieght"),
     "empty levels": (topology([]), "spec.levels"),
-    "duplicate level names": (topology([RACK, RACK, HOST]), "spec.levels[1]"),
+    "duplicate level names": (
+        topology([RACK, RACK, HOST]), 'spec.levels: duplicate entries for key [name="rack"]'
+    ),
     "hostname not last": (topology([HOST, RACK]), "spec.levels"),
     "level without node labels": (
         topology([{"name": "rack", "nodeLabels": []}, HOST]), "spec.levels[0].nodeLabels"

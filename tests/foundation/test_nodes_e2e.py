@@ -11,8 +11,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from phalanx.cluster import ClusterDescription, LocalCluster, node_objects
-from phalanx.cluster.labels import COMPLETE_AFTER_ANNOTATION
-from phalanx.cluster.kwok_config import FAIL_AFTER_ANNOTATION
+from phalanx.cluster.labels import COMPLETE_AFTER_ANNOTATION, FAIL_AFTER_ANNOTATION
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,6 @@ import yaml
 
 from phalanx.cluster import labels
 
-FAIL_AFTER_ANNOTATION = "sim.phalanx.io/fail-after-seconds"
 DEFAULT_LEASE_SECONDS = 120
 HEARTBEAT_MILLISECONDS = 600_000
 
@@ -163,7 +162,7 @@ def kwok_config_documents(
         _node_heartbeat(),
         _pod_ready(),
         _pod_finish("pod-complete", labels.COMPLETE_AFTER_ANNOTATION, "Succeeded", 0),
-        _pod_finish("pod-fail", FAIL_AFTER_ANNOTATION, "Failed", 1),
+        _pod_finish("pod-fail", labels.FAIL_AFTER_ANNOTATION, "Failed", 1),
         _pod_delete(),
     ]
 

@@ -25,3 +25,4 @@ KWOK_TYPE_VALUE = "kwok"
 # A pod with this annotation (a whole number of seconds) is driven to Succeeded by kwok
 # that many seconds after it started running; see phalanx.cluster.kwok_config.
 COMPLETE_AFTER_ANNOTATION = "sim.phalanx.io/complete-after-seconds"
+FAIL_AFTER_ANNOTATION = "sim.phalanx.io/fail-after-seconds"

@@ -11,6 +11,8 @@ Design:
 - The ServiceAccount admission plugin is disabled: without kube-controller-manager no
   `default` ServiceAccount is created per namespace, and pods would otherwise be rejected.
   Pods therefore get no token volume. Create ServiceAccounts explicitly when a test needs them.
+  TaintNodesByCondition is disabled too: it taints every new node `not-ready`, and only the
+  node lifecycle controller (absent here) would lift the taint.
 - There is no kube-controller-manager, so: no namespace finalization (a deleted namespace
   stays Terminating and keeps its objects: delete pods yourself), no garbage collection of
   owner references, no Job/ReplicaSet/Deployment controllers (create pods directly), no node
@@ -163,6 +165,7 @@ class LocalCluster:
                     str(tools["kwok"]),
                     f"--kubeconfig={internal_kubeconfig}",
                     f"--config={kwok_config}",
+                    "--v=WARN",  # INFO logs every node and pod patch
                 ],
             )
         except BaseException:
@@ -484,7 +487,7 @@ def _apiserver_args(
         f"--service-account-signing-key-file={credentials.service_account_key}",
         "--api-audiences=https://kubernetes.default.svc.cluster.local",
         "--authorization-mode=Node,RBAC",
-        "--disable-admission-plugins=ServiceAccount",
+        "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
         "--service-cluster-ip-range=10.96.0.0/16",
         "--max-requests-inflight=800",
         "--max-mutating-requests-inflight=400",

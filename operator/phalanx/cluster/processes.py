@@ -3,7 +3,8 @@ pids written to `<run_dir>/pids/<name>.pid`, stopped group by group.
 
 A process counts as ours only while its command line mentions the run directory, so a pid
 reused by the system after a crash is never signalled. With `die_with_parent` the kernel
-sends SIGTERM to a child when the process that started it dies (PR_SET_PDEATHSIG), so an
+sends SIGKILL to a child when the thread that started it dies (PR_SET_PDEATHSIG; SIGKILL
+because kube-apiserver's graceful shutdown outlasts a lost etcd), so an
 interrupted or killed test session leaves nothing behind; `phalanx cluster up` turns it off
 because its processes must outlive the command.
 """
@@ -60,7 +61,7 @@ def start(
 
 def _parent_death_signal() -> None:
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def recorded(run_dir: Path) -> dict[str, int]:
