@@ -59,7 +59,7 @@ def cluster(size: int, seed: int = 7) -> tuple[list[NodeInfo], list[PodInfo]]:
     nodes: list[NodeInfo] = []
     running: list[PodInfo] = []
     for i in range(size):
-        rack_index, host = divmod(i, HOSTS_PER_RACK)
+        rack_index = i // HOSTS_PER_RACK
         block = rack_index // RACKS_PER_BLOCK
         name = f"node-{i:05d}"
         labels = {

@@ -30,11 +30,9 @@ def seed_ledger(index: ClusterIndex, works: Sequence[GroupWork]) -> QueueLedger:
     """Queue usage of pods already on nodes."""
     ledger = QueueLedger(index.queues)
     for work in works:
-        if work.queue in index.queues:
-            for pod in work.running:
-                ledger.add(work.queue, pod.requests)
-    for pod in index.loose_running:
-        ledger.add(DEFAULT_QUEUE, pod.requests)
+        if work.queue in index.queues and work.running:
+            ledger.add(work.queue, work.running_requests())
+    ledger.add(DEFAULT_QUEUE, index.loose_requests)
     return ledger
 
 

@@ -17,7 +17,7 @@ from phalanx.core.status import Problem, Reason, StatusCode
 _DIGITS = re.compile(r"(\d+)")
 __all__ = ["GroupWork", "Problem", "build_works", "natural_key"]
 
-_NO_PODS = GroupPods((), (), (), 0, 0, 0, False, None, None)
+_NO_PODS = GroupPods((), (), (), 0, 0, 0, False, None, None, {})
 
 
 @dataclass(slots=True)
@@ -38,6 +38,7 @@ class GroupWork:
     mandatory: int
     counts: PodCounts
     problem: Problem | None = None
+    pods: GroupPods | None = None
 
     @property
     def gang(self) -> tuple[PodInfo, ...]:
@@ -58,11 +59,7 @@ class GroupWork:
         return total
 
     def running_requests(self) -> Resources:
-        total: dict[str, int] = {}
-        for pod in self.running:
-            for name, amount in pod.requests.items():
-                total[name] = total.get(name, 0) + amount
-        return total
+        return self.pods.running_requests if self.pods is not None else {}
 
 
 def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
@@ -96,7 +93,7 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
     if group is None:
         return GroupWork(
             key, None, namespace, DEFAULT_QUEUE, 1, priority, 0.0, pods.running, (), (), 0,
-            counts, _missing_group(index, key),
+            counts, _missing_group(index, key), pods,
         )  # fmt: skip
     gang, extras, problem = _split_gang(group, pods.running, pods.waiting)
     if not pods.running and not pods.waiting and (counts.succeeded or counts.failed):
@@ -117,6 +114,7 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
         mandatory=len(gang) if problem is None else 0,
         counts=counts,
         problem=problem,
+        pods=pods,
     )
 
 

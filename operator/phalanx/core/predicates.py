@@ -31,6 +31,9 @@ class Constraints:
     tolerations: tuple[Toleration, ...] = ()
 
 
+NO_CONSTRAINTS = Constraints()
+
+
 def constraints_of(pod: PodInfo) -> Constraints:
     return Constraints(
         node_selector=tuple(sorted(pod.node_selector.items())),

@@ -30,6 +30,7 @@ from phalanx.core.model import (
     QueueInfo,
     TopologySpec,
 )
+from phalanx.core.predicates import NO_CONSTRAINTS, static_exclusion
 from phalanx.core.shapes import Shape, same_shape, shape_of
 from phalanx.topology.tree import DomainTree, tree_for
 
@@ -79,6 +80,7 @@ class GroupPods:
     uniform: bool
     priority: int | None
     shape: Shape | None
+    running_requests: dict[str, int]
 
     @staticmethod
     def of(pods: list[PodInfo], priority_of: Callable[[PodInfo], int]) -> GroupPods:
@@ -97,6 +99,7 @@ class GroupPods:
             uniform=uniform,
             priority=max(live) if live else None,
             shape=shape_of(first) if uniform and first is not None else None,
+            running_requests=total_requests(running),
         )
 
 
@@ -114,6 +117,7 @@ class ClusterIndex:
         self.invalid = tuple(snapshot.invalid)
         self.invalid_groups = _invalid_groups(snapshot.invalid)
         self._index_priorities(snapshot.priority_classes)
+        self.base_exclusions = tuple(static_exclusion(node, NO_CONSTRAINTS) for node in self.nodes)
         self._index_usage()
         self._index_members()
         self._trees: dict[str | None, DomainTree] = {}
@@ -187,12 +191,21 @@ class ClusterIndex:
         self.members = {key: GroupPods.of(pods, self.pod_priority) for key, pods in members.items()}
         self.singles = singles
         self.loose_running = tuple(loose_running)
+        self.loose_requests = total_requests(loose_running)
 
     def _single_key(self, pod: PodInfo) -> GroupKey:
         key = GroupKey(pod.key)
         if key in self.groups or key in self.invalid_groups:
             return GroupKey(key_of(pod.namespace, f"pod:{pod.name}"))
         return key
+
+
+def total_requests(pods: Sequence[PodInfo]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
 
 
 def _unique(items: Sequence[_T], key: Callable[[_T], str]) -> tuple[_T, ...]:

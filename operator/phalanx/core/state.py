@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 
 from phalanx.core.ids import PODS
 from phalanx.core.model import PodInfo
-from phalanx.core.predicates import Constraints, static_exclusion
+from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.shapes import Shape, fit_count, fit_counts
 from phalanx.core.snapshot import UNLIMITED_PODS, ClusterIndex
 from phalanx.core.status import Exclusion, Problem
 from phalanx.topology.tree import DomainTree
+
+_NODE_WIDE = (Exclusion.NOT_READY, Exclusion.CORDONED)
 
 
 @dataclass(slots=True)
@@ -60,7 +62,15 @@ class CycleState:
         """Per node, why it can never take such a pod (None: it can)."""
         causes = self._static.get(constraints)
         if causes is None:
-            causes = [static_exclusion(node, constraints) for node in self.index.nodes]
+            base = self.index.base_exclusions
+            if constraints == NO_CONSTRAINTS:
+                causes = list(base)
+            else:
+                nodes = self.index.nodes
+                causes = [
+                    cause if cause in _NODE_WIDE else static_exclusion(nodes[i], constraints)
+                    for i, cause in enumerate(base)
+                ]
             self._static[constraints] = causes
         return causes
 
