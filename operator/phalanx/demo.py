@@ -64,7 +64,7 @@ def expectation_met(groups: list[dict[str, Any]], pods: list[dict[str, Any]]) ->
         else:
             reasons = [c for c in status.get("conditions") or []
                        if c["type"] == "Unschedulable" and c["status"] == "True"]
-            if phase not in ("Pending", "Inqueue") or not reasons or bound.get(name):
+            if phase != "Pending" or not reasons or bound.get(name):
                 missing.append(f"{name}: {phase}, waiting for an Unschedulable reason")
     return (not missing and bool(groups)), "; ".join(missing)
 

@@ -56,9 +56,23 @@ async def no_node_overcommitted(cluster: LocalCluster) -> None:
     assert all(v <= 8 for v in used.values()), used
 
 
-async def test_default_queue_exists(cluster: LocalCluster, phalanx: Operator) -> None:
+async def test_startup_creates_the_default_queue_and_reports_the_topology(
+    cluster: LocalCluster, phalanx: Operator
+) -> None:
     queue = await kubectl_json(cluster, "get", "queues.scheduling.phalanx.io", "default")
     assert queue["metadata"]["name"] == "default"
+
+    async def topology_status() -> dict[str, Any]:
+        topology = await kubectl_json(cluster, "get", "networktopologies.scheduling.phalanx.io",
+                                      "default")
+        return topology.get("status") or {}
+
+    status = await eventually(topology_status)
+    assert status["levels"] == 4 and status["nodes"] >= 32
+    racks = [row for row in status["tree"] if row["level"] == "rack"]
+    assert len(racks) == 8 and all(row["nodes"] == 4 and row["gpus"] == 32 for row in racks)
+    blocks = [row for row in status["tree"] if row["level"] == "block"]
+    assert sum(row["freeGpus"] for row in blocks) <= sum(row["gpus"] for row in blocks) == 256
 
 
 async def test_two_gangs_room_for_one_then_the_second_runs(
@@ -197,6 +211,9 @@ async def test_an_idle_cluster_causes_no_status_writes(
                 namespace)
     await eventually(lambda: _phase(cluster, namespace, "steady", "Running"))
     await eventually(lambda: _reason(cluster, namespace, "stuck"))
+    queue = await kubectl_json(cluster, "get", "queues.scheduling.phalanx.io", "default")
+    assert queue["status"]["running"] >= 1
+    assert int(queue["status"]["allocated"]["nvidia.com/gpu"]) >= 2
     before = phalanx.loop.cycles
     await eventually(lambda: _cycles_since(phalanx, before, 2))
     versions = await _versions(cluster, namespace)

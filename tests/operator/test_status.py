@@ -20,6 +20,8 @@ def decision(scheduled: bool = False, admitted: bool = True, code: StatusCode = 
 @pytest.mark.parametrize(
     ("counts", "placed", "admitted", "previous", "phase"),
     [
+        ({"pending": 2, "running": 0, "succeeded": 0, "failed": 0}, 0, True, "Running",
+         "Unknown"),
         ({"pending": 2, "running": 0, "succeeded": 0, "failed": 0}, 0, False, None, "Pending"),
         ({"pending": 2, "running": 0, "succeeded": 0, "failed": 0}, 0, True, None, "Inqueue"),
         ({"pending": 2, "running": 0, "succeeded": 0, "failed": 0}, 2, True, None, "Inqueue"),
@@ -40,7 +42,8 @@ def test_unschedulable_group_carries_the_core_reason_and_message():
         code=StatusCode.UNSCHEDULABLE, reason=Reason.NO_DOMAIN_FITS,
         message="needs 16 GPUs in one rack; the best rack has 8 free"), now=1000.0)
     conditions = {c["type"]: c for c in status["conditions"]}
-    assert status["phase"] == "Inqueue"
+    assert status["phase"] == "Pending"  # admitted, but it does not fit: not Inqueue
+    assert conditions["Admitted"]["status"] == "True"
     assert conditions["Unschedulable"]["status"] == "True"
     assert conditions["Unschedulable"]["reason"] == "NoDomainFits"
     assert "best rack has 8 free" in conditions["Unschedulable"]["message"]
@@ -55,7 +58,7 @@ def test_placement_and_summary_are_shown_once_scheduled():
     assert status["phase"] == "Running"
     assert status["placement"]["nodes"] == ["n1", "n2"]
     assert status["placement"]["domains"] == [{"level": "rack", "name": "b1/r2"}]
-    assert status["placement"]["summary"] == "rack b1/r2, 2 nodes (+1 level)"
+    assert status["placement"]["summary"] == "rack r2, 2 nodes (+1 level)"
     scheduled = next(c for c in status["conditions"] if c["type"] == "Scheduled")
     assert scheduled["status"] == "True" and "climbed 1 level" in scheduled["message"]
 

@@ -269,8 +269,11 @@ class Scheduler:
                                    now)
         elif conditions["Unschedulable"]["status"] == "True" and not timed_out:
             unschedulable = conditions["Unschedulable"]
-            await self.events.post(Event(group, "Warning", unschedulable["reason"],
-                                         unschedulable["message"], topic="scheduling"), now)
+            message = unschedulable["message"]
+            if unschedulable["reason"] == Reason.GANG_INCOMPLETE:  # counts move while pods arrive
+                message = "fewer pods exist than minMember; waiting for the rest"
+            await self.events.post(Event(group, "Warning", unschedulable["reason"], message,
+                                         topic="scheduling"), now)
         if timed_out:
             delay = self.backoff[object_key(group)].delay
             await self.events.post(Event(

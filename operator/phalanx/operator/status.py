@@ -42,9 +42,18 @@ def pod_counts(pods: Iterable[Body]) -> dict[str, int]:
 
 
 def group_phase(
-    counts: Mapping[str, int], min_member: int, placed: int, admitted: bool, previous: str | None
+    counts: Mapping[str, int],
+    min_member: int,
+    placed: int,
+    admitted: bool,
+    previous: str | None,
+    unschedulable: bool = False,
 ) -> str:
-    """Pending -> Inqueue -> Running -> Completed | Failed; Unknown when Running falls short."""
+    """Pending -> Inqueue -> Running -> Completed | Failed; Unknown when Running falls short.
+
+    Inqueue means admitted and being placed; an admitted group that does not fit stays
+    Pending (its Admitted condition is still True), so no group sits Inqueue for ever.
+    """
     active = counts["pending"] + counts["running"]
     total = active + counts["succeeded"] + counts["failed"]
     if total and not active and counts["succeeded"] + counts["failed"] >= min_member:
@@ -53,13 +62,13 @@ def group_phase(
         return "Running"
     if previous in RUNNING_PHASES:
         return "Unknown"
-    if admitted or placed >= min_member:
+    if placed >= min_member or (admitted and not unschedulable):
         return "Inqueue"
     return "Pending"
 
 
 def placement_status(placement: Placement) -> dict[str, Any]:
-    names = [name for _, name in placement.domains]
+    names = [name.rsplit("/", 1)[-1] for _, name in placement.domains]
     nodes = list(placement.nodes)
     summary = f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}"
     if placement.level:
@@ -121,14 +130,14 @@ def podgroup_status(
     placed = sum(1 for pod in pods if is_bound(pod))
     admitted = bool(decision and decision.admitted) or placed >= min_member
     scheduled = placed >= min_member
-    phase = group_phase(counts, min_member, placed, admitted, previous.get("phase"))
+    failing = not scheduled and (timed_out or (decision is not None and decision.code in FAILING))
+    phase = group_phase(counts, min_member, placed, admitted, previous.get("phase"), failing)
 
     placement = previous.get("placement")
     if decision is not None and decision.placement is not None:
         placement = placement_status(decision.placement)
 
     reason, message = _why(decision, scheduled, placement, timed_out)
-    failing = not scheduled and (timed_out or (decision is not None and decision.code in FAILING))
     conditions = [
         condition("Admitted", admitted, "Admitted" if admitted else reason,
                   "admitted to queue" if admitted else message, now, generation,
