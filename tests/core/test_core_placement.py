@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from core_builders import (
     cycle,
     decision,
@@ -38,12 +39,16 @@ def fully_free(nodes: list[str], used: dict[str, int]) -> int:
     return sum(1 for name in nodes if used.get(name, 0) == 0)
 
 
-def test_binpack_keeps_whole_nodes_free_where_spread_leaves_none() -> None:
+@pytest.mark.parametrize("topologies", [[], [RACKS]], ids=["flat", "racks"])
+def test_binpack_keeps_whole_nodes_free_where_spread_leaves_none(
+    topologies: list[object],
+) -> None:
     names = [f"n{i}" for i in range(4)]
-    nodes = [node(name, gpus=4) for name in names]
+    nodes = [node(name, gpus=4, labels={"rack": f"r{i % 2}"}) for i, name in enumerate(names)]
     jobs = [pod(f"job-{i}", gpus=1) for i in range(4)]
     for order, expected_free in (("binpack", 3), ("spread", 0)):
-        result = cycle(nodes, jobs, config=SchedulerConfig(node_order=order))  # type: ignore[arg-type]
+        config = SchedulerConfig(node_order=order)  # type: ignore[arg-type]
+        result = cycle(nodes, topologies, jobs, config=config)
         used: dict[str, int] = {}
         for binding in result.bindings:
             used[binding.node] = used.get(binding.node, 0) + 1

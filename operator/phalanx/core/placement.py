@@ -5,7 +5,8 @@ whole cluster); at each level the domains that can hold the gang are found from 
 per-domain aggregates, and the tightest one (least room left for the gang's main shape)
 is taken, so large free domains stay whole for large jobs. Inside it the gang descends
 through as few child domains and nodes as possible, giving the remainder to the
-tightest child; with `spread`, each pod goes to the node with the most room instead.
+tightest child. With `spread` (the kube-scheduler-like baseline) the roomiest domain
+is taken and each pod goes to the node with the most room left.
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ def _candidates(
     aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand]
     fitting = [d for d in domains if all(agg[d] >= n for agg, n in aggregates)]
     room = state.domain_counts(primary, request.topology)
-    fitting.sort(key=lambda d: (room[d], d))
+    if request.spread:  # least allocated first
+        fitting.sort(key=lambda d: (-room[d], d))
+    else:  # tightest first
+        fitting.sort(key=lambda d: (room[d], d))
     return fitting[:MAX_ATTEMPTS_PER_LEVEL] if len(demand) > 1 or request.sub_group else fitting
 
 

@@ -18,12 +18,14 @@ class Binding:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a gang went this cycle.
+    """Where a group's pods went this cycle.
 
-    `level` is the level of the single domain that holds the gang (None: no topology,
+    `level` is the level of the single domain chosen for the gang (None: no topology,
     or the gang spans the whole cluster); `climbed_levels` counts how many levels above
-    the preferred one it had to go; `domains` are (level, path) of the domains used at
-    `level` (path is the domain's labels joined by "/", e.g. "block-1/rack-3").
+    the preferred one it had to go (0 without a preferred level); `domains` are
+    (level, path) of that domain, or of the top-level domains used when it spans the
+    cluster (path: the domain's labels joined by "/", e.g. "block-1/rack-3");
+    `nodes` are all nodes holding the group's pods after this cycle, sorted.
     """
 
     network_topology: str | None
