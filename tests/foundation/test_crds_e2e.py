@@ -75,14 +75,18 @@ def test_kubectl_get_shows_the_printer_columns(cluster: LocalCluster, namespace:
         "NAME": "train-rack", "PHASE": "Running", "MINMEMBER": "8", "RUNNING": "8",
         "QUEUE": "team-a", "PLACEMENT": "rack=rack-0-1 (8 nodes)", "AGE": "",
     }
+    name = f"columns-{secrets.token_hex(3)}"
+    cluster.apply([{"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
+                    "metadata": {"name": name}, "spec": {"weight": 2, "parent": "team-a"}}])
     cluster.kubectl(
-        "patch", "queue", "team-a", "--subresource=status", "--type=merge",
+        "patch", "queue", name, "--subresource=status", "--type=merge",
         "-p", json.dumps({"status": {"pending": 1, "running": 2,
                                      "allocated": {"nvidia.com/gpu": 64}}}),
     )
-    (row,) = table(cluster.kubectl("get", "queue", "team-a").stdout)
+    (row,) = table(cluster.kubectl("get", "queue", name).stdout)
+    cluster.kubectl("delete", "queue", name)
     assert row | {"AGE": ""} == {
-        "NAME": "team-a", "STATE": "Open", "WEIGHT": "2", "PARENT": "", "PENDING": "1",
+        "NAME": name, "STATE": "Open", "WEIGHT": "2", "PARENT": "team-a", "PENDING": "1",
         "RUNNING": "2", "ALLOCATED GPUS": "64", "AGE": "",
     }
     (row,) = table(cluster.kubectl("get", "ntopo", "default").stdout)

@@ -31,9 +31,11 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import ssl
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -125,11 +127,24 @@ class LocalCluster:
             cluster.kubeconfig = cluster._state.kubeconfig
         return cluster
 
-    def start(self, timeout: float = 90.0) -> LocalCluster:
-        """Start etcd, kube-apiserver and kwok; return once /readyz answers ok."""
+    def start(self, timeout: float = 90.0, attempts: int = 3) -> LocalCluster:
+        """Start etcd, kube-apiserver and kwok; return once /readyz answers ok.
+
+        Free ports are picked before the processes bind them; if another process takes one
+        in between, the start is retried on fresh ports.
+        """
         tools = binaries.require_all(self.bin_dir)
         if processes.recorded(self.run_dir):
             raise ClusterError(f"a cluster is already running in {self.run_dir}; stop it first")
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(tools, timeout)
+            except ClusterError as error:
+                if "address already in use" not in str(error) or attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self, tools: dict[str, Path], timeout: float) -> LocalCluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("etcd", "logs", "pids", "pki"):
             shutil.rmtree(self.run_dir / stale, ignore_errors=True)
@@ -150,6 +165,7 @@ class LocalCluster:
         if self.kubeconfig != internal_kubeconfig:
             write_kubeconfig(self.kubeconfig, state)
         (self.run_dir / STATE_FILE).write_text(state.to_json())
+        (self.run_dir / STATE_FILE).chmod(0o600)  # holds the admin token
         try:
             self._spawn("etcd", _etcd_args(tools["etcd"], self.run_dir, etcd_port, peer_port))
             self._spawn(
@@ -366,9 +382,8 @@ class LocalCluster:
             ],
         )
         deadline = time.monotonic() + timeout
-        probe = RestClient(f"https://127.0.0.1:{port}", self.token, self.ca_cert, 2.0)
         while time.monotonic() < deadline:
-            if _healthz_ok(probe):
+            if _healthz_ok(f"https://127.0.0.1:{port}/healthz"):
                 return started.pid
             self._check_alive()
             time.sleep(0.3)
@@ -437,15 +452,12 @@ def scheduler_config(kubeconfig: Path, qps: int, burst: int) -> dict[str, Any]:
     }
 
 
-def _healthz_ok(probe: RestClient) -> bool:
-    import ssl
-    import urllib.request
-
+def _healthz_ok(url: str) -> bool:
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE  # kube-scheduler serves a throwaway self-signed cert
     try:
-        with urllib.request.urlopen(probe.server + "/healthz", context=context, timeout=2) as r:
+        with urllib.request.urlopen(url, context=context, timeout=2) as r:
             return bool(r.status == 200)
     except OSError:
         return False
