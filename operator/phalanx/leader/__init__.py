@@ -2,5 +2,15 @@
 
 from phalanx.leader.elector import LeaderElector, LeaseApi
 from phalanx.leader.record import Action, LeaseRecord, decide
+from phalanx.leader.replica import DEPOSED, STOPPED, run_replica
 
-__all__ = ["Action", "LeaderElector", "LeaseApi", "LeaseRecord", "decide"]
+__all__ = [
+    "DEPOSED",
+    "STOPPED",
+    "Action",
+    "LeaderElector",
+    "LeaseApi",
+    "LeaseRecord",
+    "decide",
+    "run_replica",
+]

@@ -69,6 +69,8 @@ class LeaderElector:
         self._last_renewal = -math.inf
         self._record: LeaseRecord | None = None
         self.holder = ""
+        self.leading = asyncio.Event()  # set while this replica leads
+        self.deposed = asyncio.Event()  # set once it stopped leading (lost or stopped)
 
     @property
     def is_leader(self) -> bool:
@@ -99,12 +101,17 @@ class LeaderElector:
 
     async def step(self) -> None:
         """One attempt to acquire or renew, and the leadership change it implies."""
-        renewed = await self._try_acquire_or_renew()
+        try:
+            renewed = await self._try_acquire_or_renew()
+        except Exception as error:  # a dropped connection must not end the campaign
+            log.warning("lease request failed", error=repr(error))
+            renewed = False
         now = self._clock()
         if renewed:
             self._last_renewal = now
             if not self._leader:
                 self._leader = True
+                self.leading.set()
                 log.info("became leader", identity=self.identity, lease=self.settings.lease_name)
                 await self._on_started()
         elif self._leader and (
@@ -128,6 +135,8 @@ class LeaderElector:
     async def _step_down(self, why: str) -> None:
         if self._leader:
             self._leader = False
+            self.leading.clear()
+            self.deposed.set()
             log.warning("stopped leading", identity=self.identity, reason=why)
             await self._on_stopped()
 

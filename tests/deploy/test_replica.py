@@ -1,0 +1,106 @@
+"""A replica stands by, leads while elected, and says why it stopped leading."""
+
+from __future__ import annotations
+
+import asyncio
+
+from phalanx.config import LeaderElection
+from phalanx.leader import DEPOSED, STOPPED, LeaderElector, run_replica
+from phalanx.observe import Health, Metrics
+
+from .fake_leases import FakeLeases
+
+QUICK = LeaderElection(
+    lease_name="phalanx-leader",
+    lease_namespace="phalanx-system",
+    lease_duration_seconds=0.4,
+    renew_deadline_seconds=0.3,
+    retry_period_seconds=0.05,
+)
+PATIENCE = 30.0
+
+
+class Work:
+    """A stand-in for the operator: records that it ran, returns when told to stop."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.stopped = False
+
+    async def __call__(self, stop_leading: asyncio.Event) -> None:
+        self.started.set()
+        await stop_leading.wait()
+        self.stopped = True
+
+
+def leader_gauge(metrics: Metrics) -> float | None:
+    return metrics.registry.get_sample_value("phalanx_leader")
+
+
+async def test_without_election_the_replica_leads_at_once() -> None:
+    work, stop, metrics = Work(), asyncio.Event(), Metrics()
+    task = asyncio.create_task(run_replica(None, work, stop, metrics=metrics))
+    await work.started.wait()
+    assert leader_gauge(metrics) == 1
+    stop.set()
+    assert await task == STOPPED
+
+
+async def test_elected_replica_leads_and_releases_on_stop() -> None:
+    api, work, stop, metrics = FakeLeases(), Work(), asyncio.Event(), Metrics()
+    task = asyncio.create_task(
+        run_replica(LeaderElector(api, QUICK, "a"), work, stop, metrics=metrics)
+    )
+    async with asyncio.timeout(PATIENCE):
+        await work.started.wait()
+    assert leader_gauge(metrics) == 1 and api.holder == "a"
+    stop.set()
+    assert await task == STOPPED
+    assert work.stopped and api.holder == "" and leader_gauge(metrics) == 0
+
+
+async def test_follower_stands_by_ready_without_running_the_work() -> None:
+    api = FakeLeases()
+    leader = LeaderElector(api, QUICK, "a")
+    await leader.step()
+    health, work, stop = Health(), Work(), asyncio.Event()
+    task = asyncio.create_task(run_replica(LeaderElector(api, QUICK, "b"), work, stop, health))
+    renewals = 0
+    while renewals < 10:  # "a" keeps renewing; "b" must never start
+        await leader.step()
+        await asyncio.sleep(QUICK.retry_period_seconds)
+        renewals += 1
+    assert health.ready and health.reason == "standing by"
+    assert not work.started.is_set()
+    stop.set()
+    assert await task == STOPPED
+    assert api.holder == "a"  # a follower releases nothing
+
+
+async def test_deposed_leader_stops_its_work_and_reports_it() -> None:
+    api, work, stop, metrics = FakeLeases(), Work(), asyncio.Event(), Metrics()
+    task = asyncio.create_task(
+        run_replica(LeaderElector(api, QUICK, "a"), work, stop, metrics=metrics)
+    )
+    async with asyncio.timeout(PATIENCE):
+        await work.started.wait()
+    api.take("intruder")
+    assert await task == DEPOSED
+    assert work.stopped and leader_gauge(metrics) == 0
+    assert api.holder == "intruder"
+
+
+async def test_crashed_leader_leaves_the_lease_to_expire() -> None:
+    api, work = FakeLeases(), Work()
+    task = asyncio.create_task(run_replica(LeaderElector(api, QUICK, "a"), work, asyncio.Event()))
+    async with asyncio.timeout(PATIENCE):
+        await work.started.wait()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert api.holder == "a"
+    follower = LeaderElector(api, QUICK, "b")
+    async with asyncio.timeout(PATIENCE):
+        while not follower.is_leader:  # takes over once the lease went quiet long enough
+            await follower.step()
+            await asyncio.sleep(QUICK.retry_period_seconds)
+    assert api.holder == "b"
