@@ -13,7 +13,8 @@ from phalanx.core.ids import GPU
 from phalanx.core.members import Problem
 from phalanx.core.placement import GangRequest
 from phalanx.core.resources import format_amount, format_resources
-from phalanx.core.shapes import Shape
+from phalanx.core.shapes import Shape, fit_count
+from phalanx.core.snapshot import UNLIMITED_PODS
 from phalanx.core.state import CycleState, static_room
 from phalanx.core.status import Exclusion, Reason, StatusCode
 from phalanx.topology.tree import ROOT, DomainTree
@@ -87,12 +88,24 @@ def _no_domain(state: CycleState, request: GangRequest, shape: Shape, need: int)
     message = f"needs {wanted} within one {level_name}; best {level_name} {best_name} {offer}"
     if request.anchors:
         message += " (new pods must join the group's running pods)"
-    room = static_room(state, shape, request.topology)
-    never = not request.anchors and all(room[d] < need for d in tree.by_level[level])
+    never = not request.anchors and _never_fits(state, shape, tree, request, need)
     if never:
         message += f"; no {level_name} could hold it even if empty"
     code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
     return Problem(code, Reason.NO_DOMAIN_FITS, message)
+
+
+def _never_fits(
+    state: CycleState, shape: Shape, tree: DomainTree, request: GangRequest, need: int
+) -> bool:
+    """Could no domain of the limit level hold the gang even if all its nodes were free?
+    First a bound from node counts and the largest node, then the exact count."""
+    level = tree.by_level[request.limit]
+    per_node = fit_count(state.index.max_allocatable, UNLIMITED_PODS, shape.requests)
+    if max(tree.node_counts[d] for d in level) * per_node < need:
+        return True
+    room = static_room(state, shape, request.topology)
+    return all(room[d] < need for d in level)
 
 
 def _pods(count: int, shape: Shape) -> str:

@@ -170,11 +170,14 @@ class ClusterIndex:
         self.free: tuple[dict[str, int], ...] = tuple(free)
         self.pods_free: tuple[int, ...] = tuple(pods_free)
         total: dict[str, int] = {}
+        largest: dict[str, int] = {}
         for node in self.nodes:
-            if node.ready and not node.unschedulable:
-                for name, amount in node.allocatable.items():
+            for name, amount in node.allocatable.items():
+                largest[name] = max(largest.get(name, 0), amount)
+                if node.ready and not node.unschedulable:
                     total[name] = total.get(name, 0) + amount
         self.cluster_total = total
+        self.max_allocatable = largest
 
     def _index_members(self) -> None:
         """Pods per group; a waiting pod of ours with no group is a group of one."""

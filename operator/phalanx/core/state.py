@@ -162,10 +162,13 @@ def roll_up(tree: DomainTree, node_counts: list[int]) -> list[int]:
     """Per-domain sums of per-node counts: nodes into their finest domain, then each
     domain into its parent (ids are ordered coarse to fine, so one reverse pass)."""
     totals = [0] * tree.size
-    for domain, members in enumerate(tree.nodes_under):
-        if members:
-            totals[domain] = sum(map(node_counts.__getitem__, members))
+    leaf = tree.node_leaf
+    for node, count in enumerate(node_counts):
+        if count:
+            totals[leaf[node]] += count
     parent = tree.parent
     for domain in range(tree.size - 1, 0, -1):
-        totals[parent[domain]] += totals[domain]
+        count = totals[domain]
+        if count:
+            totals[parent[domain]] += count
     return totals

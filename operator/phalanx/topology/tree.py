@@ -33,7 +33,8 @@ def missing_label_marker(node: str) -> str:
 
 @dataclass(frozen=True, eq=False, slots=True)
 class DomainTree:
-    """Domains of one topology. `node_ancestors[i]` is (root, level 0, ..., finest)."""
+    """Domains of one topology. `node_ancestors[i]` is (root, level 0, ..., finest);
+    `node_leaf[i]` the last of those; `node_counts[d]` the nodes inside domain d."""
 
     topology: str | None
     levels: tuple[str, ...]
@@ -44,6 +45,8 @@ class DomainTree:
     nodes_under: tuple[tuple[int, ...], ...]
     node_ancestors: tuple[tuple[int, ...], ...]
     by_level: tuple[tuple[int, ...], ...]
+    node_leaf: tuple[int, ...]
+    node_counts: tuple[int, ...]
 
     @property
     def size(self) -> int:
@@ -152,6 +155,9 @@ def build_tree(
     by_level: list[list[int]] = [[] for _ in levels]
     for domain in range(1, size):
         by_level[level_of[domain]].append(domain)
+    counts = [len(nodes) for nodes in nodes_under]
+    for domain in range(size - 1, 0, -1):
+        counts[parent[domain]] += counts[domain]
     return DomainTree(
         topology=spec.name if spec is not None else None,
         levels=levels,
@@ -162,6 +168,8 @@ def build_tree(
         nodes_under=tuple(tuple(n) for n in nodes_under),
         node_ancestors=tuple(ancestors),
         by_level=tuple(tuple(d) for d in by_level),
+        node_leaf=tuple(chain[-1] for chain in ancestors),
+        node_counts=tuple(counts),
     )
 
 
