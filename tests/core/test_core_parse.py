@@ -312,3 +312,44 @@ def test_one_bad_object_does_not_stop_the_others() -> None:
     snapshot = snapshot_from_objects([bad, good])
     assert [n.name for n in snapshot.nodes] == ["n1"]
     assert snapshot.invalid[0].name == "bad"
+
+
+def test_invalid_pod_group_is_reported_as_an_error_decision() -> None:
+    from phalanx.core import StatusCode, run_cycle
+
+    objects = [
+        {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {GPU: "8"}}},
+        {
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"minMember": "two"},
+        },
+        {
+            "kind": "Pod",
+            "metadata": {
+                "name": "p",
+                "namespace": "ml",
+                "labels": {"scheduling.phalanx.io/pod-group": "g"},
+            },
+            "spec": {"schedulerName": "phalanx", "containers": [container({GPU: "1"})]},
+        },
+    ]
+    result = run_cycle(snapshot_from_objects(objects))
+    found = result.decision("ml/g")
+    assert found is not None and (found.code, found.reason) == (StatusCode.ERROR, "InvalidSpec")
+    assert "spec.minMember" in found.message and not result.bindings
+
+
+def test_global_default_priority_class_applies_to_pods_without_priority() -> None:
+    from phalanx.core import PriorityClassInfo, Snapshot
+    from phalanx.core.model import PodInfo
+
+    snapshot = Snapshot(
+        pods=(PodInfo("ns", "p", {}), PodInfo("ns", "q", {}, priority_class_name="hi")),
+        priority_classes=(
+            PriorityClassInfo("base", 5, global_default=True),
+            PriorityClassInfo("hi", 50),
+        ),
+    )
+    index = snapshot.index
+    assert [index.pod_priority(p) for p in index.pods] == [5, 50]
