@@ -114,6 +114,7 @@ class Scheduler:
             )
         await self._queue_statuses(snapshot, phases)
         await self._topology_statuses(snapshot)
+        self._forget_deleted(groups)
         self.counters.cycles += 1
         self._log(result, outcomes, now)
         return result
@@ -321,6 +322,13 @@ class Scheduler:
         else:
             log.warning("status not written", object=written_key, status=reply.status,
                         reason=reply.reason)
+
+    def _forget_deleted(self, groups: Mapping[str, Body]) -> None:
+        live = {f"podgroups/{key}" for key in groups}
+        for key in [k for k in self.written if k.startswith("podgroups/") and k not in live]:
+            del self.written[key]
+        for key in [k for k in self.backoff if k not in groups]:
+            del self.backoff[key]
 
     def _log(self, result: CycleResult, outcomes: list[GangOutcome], now: float) -> None:
         waiting = sum(1 for d in result.groups if not d.scheduled)
