@@ -161,3 +161,30 @@ def test_shipped_configmap_is_valid_and_spells_out_every_default() -> None:
     assert load_settings(SHIPPED_CONFIG, env={}) == Settings()
     written = yaml.safe_load(SHIPPED_CONFIG.read_text())
     assert set(written) == set(Settings.model_fields)
+
+
+def test_every_operator_knob_comes_from_the_settings() -> None:
+    # The operator shell has its own config dataclass; the settings must feed all of it, or a
+    # knob would be stuck at its default in a deployed operator.
+    import dataclasses
+
+    from phalanx.operator.settings import Mode, OperatorConfig
+
+    settings = load_settings(env={"PHALANX_MODE": "gate", "PHALANX_BINDING_CONCURRENCY": "5"})
+    values = settings.operator_config_values()
+    assert set(values) == {f.name for f in dataclasses.fields(OperatorConfig)}
+    config = OperatorConfig(**{**values, "mode": Mode(values["mode"])})
+    assert config.mode is Mode.GATE and config.bind_concurrency == 5
+    assert config.period_seconds == settings.cycle_period_seconds
+
+
+def test_scheduler_config_follows_the_scoring_settings() -> None:
+    settings = load_settings(
+        env={"PHALANX_SCORING__NODE_ORDER": "spread", "PHALANX_DEFAULT_TOPOLOGY": "fabric"}
+    )
+    core = settings.scheduler_config()
+    assert (core.node_order, core.topology_aware, core.default_topology) == (
+        "spread",
+        True,
+        "fabric",
+    )

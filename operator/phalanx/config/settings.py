@@ -142,6 +142,23 @@ class Settings(BaseSettings):
             default_topology=self.default_topology,
         )
 
+    def operator_config_values(self) -> dict[str, Any]:
+        """The operator shell's knobs under its own names (`phalanx.operator.settings.
+        OperatorConfig`; `mode` still a string: wrap it in `Mode`)."""
+        return {
+            "mode": self.mode,
+            "namespaces": self.namespaces,
+            "debounce_seconds": self.debounce_seconds,
+            "max_delay_seconds": self.max_delay_seconds,
+            "period_seconds": self.cycle_period_seconds,
+            "bind_concurrency": self.binding_concurrency,
+            "assume_seconds": self.assume_seconds,
+            "partial_grace_seconds": self.partial_grace_seconds,
+            "backoff_initial_seconds": self.backoff_initial_seconds,
+            "backoff_max_seconds": self.backoff_max_seconds,
+            "create_default_queue": self.create_default_queue,
+        }
+
     @classmethod
     def settings_customise_sources(
         cls,
