@@ -49,7 +49,7 @@ def operator_as_account(installed_rbac: LocalCluster) -> Iterator[Operator]:
     async def serve() -> None:
         operator = Operator(configuration, FAST)
         holder.append(operator)
-        await operator.run(stop=stop)
+        await operator.run(stop=stop)  # type: ignore[arg-type]  # Kopf takes threading.Event
 
     def main() -> None:
         try:

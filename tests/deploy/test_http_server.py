@@ -18,8 +18,11 @@ class Clock:
         return self.now
 
 
+Served = tuple[str, Metrics, Health, "Clock"]
+
+
 @pytest.fixture
-async def served() -> AsyncIterator[tuple[str, Metrics, Health, Clock]]:
+async def served() -> AsyncIterator[Served]:
     metrics, clock = Metrics(), Clock()
     health = Health(stale_after_seconds=30, clock=clock)
     server = await start_http_server(metrics, health, host="127.0.0.1", port=0)
@@ -34,7 +37,7 @@ async def get(url: str) -> tuple[int, str, str]:
         return response.status, response.headers.get("Content-Type", ""), await response.text()
 
 
-async def test_metrics_are_served_in_prometheus_text_format(served: tuple) -> None:
+async def test_metrics_are_served_in_prometheus_text_format(served: Served) -> None:
     base, metrics, _, _ = served
     metrics.set_gpu_usage(allocated=3, free=5, free_unusable=1)
     status, content_type, body = await get(base + "/metrics")
@@ -44,7 +47,7 @@ async def test_metrics_are_served_in_prometheus_text_format(served: tuple) -> No
     assert "phalanx_gpus_free_unusable_whole_node 1.0" in body
 
 
-async def test_not_ready_until_the_operator_says_so(served: tuple) -> None:
+async def test_not_ready_until_the_operator_says_so(served: Served) -> None:
     base, _, health, _ = served
     status, _, body = await get(base + "/readyz")
     assert (status, body.strip()) == (503, "starting")
@@ -55,12 +58,12 @@ async def test_not_ready_until_the_operator_says_so(served: tuple) -> None:
     assert (await get(base + "/readyz"))[0] == 503
 
 
-async def test_alive_before_the_first_heartbeat(served: tuple) -> None:
+async def test_alive_before_the_first_heartbeat(served: Served) -> None:
     base, _, _, _ = served
     assert (await get(base + "/healthz"))[0] == 200
 
 
-async def test_liveness_fails_when_heartbeats_stop(served: tuple) -> None:
+async def test_liveness_fails_when_heartbeats_stop(served: Served) -> None:
     base, _, health, clock = served
     health.beat()
     clock.now += 29
@@ -73,6 +76,6 @@ async def test_liveness_fails_when_heartbeats_stop(served: tuple) -> None:
     assert (await get(base + "/healthz"))[0] == 200
 
 
-async def test_unknown_path_is_404(served: tuple) -> None:
+async def test_unknown_path_is_404(served: Served) -> None:
     base, _, _, _ = served
     assert (await get(base + "/nope"))[0] == 404
