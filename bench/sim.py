@@ -65,6 +65,8 @@ def read_workloads(smoke: bool, only: Sequence[str]) -> list[dict[str, Any]]:
     workloads = []
     for file in sorted(WORKLOADS.glob("*.yaml")):
         data = yaml.safe_load(file.read_text())
+        if "trace" not in data or "loads" not in data:
+            continue  # not a simulator workload (e.g. the end-to-end benchmark's)
         if only and data["name"] not in only:
             continue
         if smoke:
