@@ -124,7 +124,7 @@ def test_unknown_key_in_file_is_an_error(tmp_path: Path) -> None:
 
 
 def test_every_bad_setting_is_reported_at_once(tmp_path: Path) -> None:
-    path = write(tmp_path, "mode: fast\nmetrics_port: 0\n")
+    path = write(tmp_path, "mode: fast\nmetrics_port: -1\n")
     with pytest.raises(SettingsError) as caught:
         load_settings(path, env={})
     assert "mode:" in str(caught.value)

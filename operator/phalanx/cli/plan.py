@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -103,7 +104,7 @@ def to_table(result: CycleResult) -> str:
     return _columns(groups) + "\n\n" + _columns(bindings)
 
 
-def _columns(rows: list[tuple[str, ...]]) -> str:
+def _columns(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for row in rows:

@@ -115,7 +115,7 @@ class Settings(BaseSettings):
     scoring: Scoring = Scoring()
     timeouts: Timeouts = Timeouts()
     metrics_host: str = "0.0.0.0"
-    metrics_port: int = Field(default=8080, ge=1, le=65535)
+    metrics_port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (tests)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "console"] = "json"
     leader_election: LeaderElection = LeaderElection()

@@ -18,6 +18,7 @@ import kopf
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
+from phalanx.observe.metrics import Metrics
 from phalanx.operator.settings import API_GROUP, API_VERSION
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -67,12 +68,25 @@ def pod_path(namespace: str, name: str, sub: str = "") -> str:
 class KubeApi:
     """`Api` over a kubernetes-asyncio ApiClient, replies never deserialized into models."""
 
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        metrics: Metrics | None = None,
+        timeout_seconds: float = 30.0,
+    ) -> None:
         self._client = api_client
+        self._metrics = metrics
+        self._timeout = timeout_seconds
 
     async def request(
         self, method: str, path: str, body: Any = None, content_type: str = JSON
     ) -> Reply:
+        reply = await self._send(method, path, body, content_type)
+        if not reply.ok and self._metrics is not None:
+            self._metrics.record_api_error(method.lower(), reply.status)
+        return reply
+
+    async def _send(self, method: str, path: str, body: Any, content_type: str) -> Reply:
         try:
             response = await self._client.call_api(
                 path,
@@ -81,7 +95,7 @@ class KubeApi:
                 body=body,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
-                _request_timeout=30,
+                _request_timeout=self._timeout,
             )
         except k8s.ApiException as error:  # raised for transport-level failures only
             return Reply(int(error.status or 0), {"message": str(error.reason)})

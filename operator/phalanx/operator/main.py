@@ -11,6 +11,8 @@ import structlog
 from kubernetes_asyncio import client as k8s
 
 from phalanx.core.config import SchedulerConfig
+from phalanx.observe.metrics import Metrics
+from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, Store
 from phalanx.operator.client import Api, KubeApi, connection_info, group_path
 from phalanx.operator.handlers import register
@@ -29,16 +31,24 @@ class Operator:
         configuration: k8s.Configuration,
         config: OperatorConfig | None = None,
         core_config: SchedulerConfig | None = None,
+        metrics: Metrics | None = None,
+        health: Health | None = None,
+        request_timeout_seconds: float = 30.0,
     ) -> None:
         self.config = config or OperatorConfig()
+        self.metrics = metrics or Metrics()
+        self.health = health or Health()
         # One connection per binding in flight, plus some for status and events.
         configuration.connection_pool_maxsize = self.config.bind_concurrency + 8
         self.configuration = configuration
         self.stores: dict[Kind, Store] = {}
         self.cache = ClusterCache(self.stores)
         self.api_client = k8s.ApiClient(configuration)
-        self.api: Api = KubeApi(self.api_client)
-        self.scheduler = Scheduler(self.cache, self.api, self.config, core_config)
+        self.api: Api = KubeApi(self.api_client, self.metrics, request_timeout_seconds)
+        self.scheduler = Scheduler(
+            self.cache, self.api, self.config, core_config, metrics=self.metrics,
+            health=self.health,
+        )
         self.loop = SchedulingLoop(
             self.scheduler.cycle,
             debounce=self.config.debounce_seconds,

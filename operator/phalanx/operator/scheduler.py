@@ -7,8 +7,10 @@ reserved (as assumed pods) before the core plans anything else.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import datetime
+import http
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,12 +22,16 @@ from phalanx.core.cycle import run_cycle
 from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.snapshot import Snapshot
 from phalanx.core.status import Reason
+from phalanx.observe.gpu_usage import gpu_usage
+from phalanx.observe.logging import cycle_context, group_context
+from phalanx.observe.metrics import Metrics
+from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangOutcome, Writer
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
 from phalanx.operator.client import MERGE_PATCH, Api, group_path
 from phalanx.operator.events import Event, EventRecorder
-from phalanx.operator.plans import Outcome, decode_plan, resolve
+from phalanx.operator.plans import Outcome, Plan, decode_plan, resolve
 from phalanx.operator.pods import (
     group_key_of,
     has_controller,
@@ -56,6 +62,23 @@ class Counters:
     released: int = 0
 
 
+def queue_of(group: Body) -> str:
+    return str(group.get("spec", {}).get("queue") or "default")
+
+
+def failure_label(reason: str) -> str:
+    """A low-cardinality label for a failed placement (`409 Conflict` -> `Conflict`)."""
+    code = reason.split()[0] if reason.split() else ""
+    if not code.isdigit():
+        return "Unknown"
+    if int(code) == 0:
+        return "Unreachable"
+    try:
+        return http.HTTPStatus(int(code)).phrase.replace(" ", "").replace("-", "")
+    except ValueError:
+        return code
+
+
 def creation_time(body: Body) -> float | None:
     stamp = body.get("metadata", {}).get("creationTimestamp")
     if not stamp:
@@ -74,6 +97,8 @@ class Scheduler:
         config: OperatorConfig,
         core_config: SchedulerConfig | None = None,
         clock: Callable[[], float] = time.time,
+        metrics: Metrics | None = None,
+        health: Health | None = None,
     ) -> None:
         self.cache = cache
         self.api = api
@@ -87,9 +112,16 @@ class Scheduler:
         self.partial_since: dict[str, float] = {}
         self.written: dict[str, dict[str, Any]] = {}  # object key -> last status we wrote
         self.counters = Counters()
+        self.metrics = metrics or Metrics()
+        self.health = health or Health()
+        self.running: set[str] = set()  # groups seen Running (time to running observed once)
         self._timings: dict[str, float] = {}
 
     async def cycle(self) -> CycleResult:
+        with cycle_context(self.counters.cycles + 1):
+            return await self._cycle()
+
+    async def _cycle(self) -> CycleResult:
         now = self.clock()
         pods = {pod_key(p): p for p in self.cache.objects(Kind.POD)}
         self.assumed.expire(pods, now)
@@ -112,12 +144,25 @@ class Scheduler:
             snapshot = take_snapshot(
                 self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces
             )
+        usage = gpu_usage(snapshot)
+        self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
+        self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))
         await self._queue_statuses(snapshot, phases)
         await self._topology_statuses(snapshot)
         self._forget_deleted(groups)
         self.counters.cycles += 1
         self._log(result, outcomes, now)
+        self.metrics.observe_cycle(self.clock() - now)
+        self.health.beat()
         return result
+
+    def _count(self, outcome: GangOutcome) -> None:
+        self.counters.bound += len(outcome.placed)
+        self.counters.failed += len(outcome.failed)
+        for _ in outcome.placed:
+            self.metrics.record_binding(True)
+        for reason in outcome.failed.values():
+            self.metrics.record_binding(False, failure_label(reason))
 
     # -- placing ---------------------------------------------------------------------------
 
@@ -128,16 +173,22 @@ class Scheduler:
             if plan is None or plan.id in self.writer.plan_ids:
                 continue
             self.writer.plan_ids.add(plan.id)
-            decision = resolve(plan, pods, nodes)
-            if decision.outcome is Outcome.FINISH:
-                outcome = await self.writer.place_gang(
-                    object_key(group), group, decision.remaining, pods, now, plan_id=plan.id
-                )
-                log.info("plan finished", group=object_key(group), placed=len(outcome.placed),
-                         failed=len(outcome.failed))
-            else:
-                await self.writer.clear_plan(group)
-                log.info("plan dropped", group=object_key(group), outcome=decision.outcome.value)
+            with group_context(object_key(group), queue_of(group)):
+                await self._recover_plan(group, plan, pods, nodes, now)
+
+    async def _recover_plan(
+        self, group: Body, plan: Plan, pods: Mapping[str, Body], nodes: set[str], now: float
+    ) -> None:
+        decision = resolve(plan, pods, nodes)
+        if decision.outcome is Outcome.FINISH:
+            outcome = await self.writer.place_gang(
+                object_key(group), group, decision.remaining, pods, now, plan_id=plan.id
+            )
+            self._count(outcome)
+            log.info("plan finished", placed=len(outcome.placed), failed=len(outcome.failed))
+        else:
+            await self.writer.clear_plan(group)
+            log.info("plan dropped", outcome=decision.outcome.value)
 
     async def _place(
         self, result: CycleResult, pods: Mapping[str, Body], now: float
@@ -153,19 +204,30 @@ class Scheduler:
         ]
         outcomes = list(await asyncio.gather(*writes))
         for outcome in outcomes:
-            self.counters.bound += len(outcome.placed)
-            self.counters.failed += len(outcome.failed)
+            self._count(outcome)
             group = self.cache.get(Kind.POD_GROUP, outcome.group)
             if group is None:
                 continue
-            if outcome.failed:
-                first = next(iter(outcome.failed.items()))
-                await self.events.post(Event(
-                    group, "Warning", "BindingFailed",
-                    f"{len(outcome.failed)} of {len(outcome.failed) + len(outcome.placed)} pods "
-                    f"not placed (e.g. {first[0]}: {first[1]}); placed pods stay, the rest is "
-                    "retried", topic="binding"), now)
+            with group_context(outcome.group, queue_of(group)):
+                await self._report_gang(group, outcome, now)
         return outcomes
+
+    async def _report_gang(self, group: Body, outcome: GangOutcome, now: float) -> None:
+        """One log line per gang written (never one per pod), and an event on failures."""
+        if outcome.skipped:
+            log.warning("gang not placed", reason=outcome.skipped)
+            return
+        if not outcome.failed:
+            log.info("gang placed", pods=len(outcome.placed))
+            return
+        first = next(iter(outcome.failed.items()))
+        log.warning("gang partly placed", placed=len(outcome.placed), failed=len(outcome.failed),
+                    example=f"{first[0]}: {first[1]}")
+        await self.events.post(Event(
+            group, "Warning", "BindingFailed",
+            f"{len(outcome.failed)} of {len(outcome.failed) + len(outcome.placed)} pods "
+            f"not placed (e.g. {first[0]}: {first[1]}); placed pods stay, the rest is "
+            "retried", topic="binding"), now)
 
     def _group_body(self, key: str, decision: GroupDecision | None) -> Body | None:
         if decision is not None and decision.implicit:
@@ -223,17 +285,32 @@ class Scheduler:
     ) -> list[tuple[str, str]]:
         phases: list[tuple[str, str]] = []
         for key, group in groups.items():
-            queue = str(group.get("spec", {}).get("queue") or "default")
+            queue = queue_of(group)
             if key in hidden:
                 phases.append((queue, (group.get("status") or {}).get("phase", "Pending")))
                 continue
-            decision = result.decision(key)
-            timed_out = self._timed_out(key, group, decision, now)
-            desired = podgroup_status(group, members.get(key, []), decision, now, timed_out)
-            phases.append((queue, desired["phase"]))
-            await self._events_for(group, desired, decision, timed_out, now)
-            await self._write_status(key, group, "podgroups", desired)
+            with group_context(key, queue):
+                decision = result.decision(key)
+                timed_out = self._timed_out(key, group, decision, now)
+                desired = podgroup_status(group, members.get(key, []), decision, now, timed_out)
+                phases.append((queue, desired["phase"]))
+                self._observe_running(key, group, desired["phase"], now)
+                await self._events_for(group, desired, decision, timed_out, now)
+                await self._write_status(key, group, "podgroups", desired)
         return phases
+
+    def _observe_running(self, key: str, group: Body, phase: str, now: float) -> None:
+        """Time to running, once per group, when this operator sees it become Running."""
+        was_running = (group.get("status") or {}).get("phase") == "Running"
+        if phase != "Running" or key in self.running:
+            return
+        self.running.add(key)
+        created = creation_time(group)
+        if was_running or created is None:
+            return  # Running before this operator looked (e.g. after a leader change)
+        min_member = int(group.get("spec", {}).get("minMember") or 1)
+        self.metrics.observe_gang_running(min_member, max(now - created, 0.0))
+        log.info("gang running", min_member=min_member, seconds=round(now - created, 3))
 
     def _timed_out(
         self, key: str, group: Body, decision: GroupDecision | None, now: float
@@ -329,6 +406,7 @@ class Scheduler:
             del self.written[key]
         for key in [k for k in self.backoff if k not in groups]:
             del self.backoff[key]
+        self.running &= set(groups)
 
     def _log(self, result: CycleResult, outcomes: list[GangOutcome], now: float) -> None:
         waiting = sum(1 for d in result.groups if not d.scheduled)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+from typing import Any
 
 import kopf
+
+from phalanx.config import Settings
 
 API_GROUP = "scheduling.phalanx.io"
 API_VERSION = "v1alpha1"
@@ -33,21 +36,33 @@ class Mode(enum.StrEnum):
         return self in (Mode.GATE, Mode.BOTH)
 
 
+# Defaults come from the one settings model, so a bare `OperatorConfig()` (tests, demo)
+# behaves like an operator started without a settings file.
+_DEFAULTS: dict[str, Any] = Settings().operator_config_values()
+_DEFAULT_MODE = Mode(_DEFAULTS["mode"])
+
+
 @dataclasses.dataclass(frozen=True)
 class OperatorConfig:
-    """Knobs of the shell; the scheduling policy itself lives in the core's SchedulerConfig."""
+    """The shell's runtime knobs, built from `phalanx.config.Settings` (which documents them);
+    the scheduling policy itself lives in the core's SchedulerConfig."""
 
-    mode: Mode = Mode.BOTH
-    namespaces: tuple[str, ...] = ()  # empty: cluster-wide
-    debounce_seconds: float = 0.2  # quiet time after a change before a cycle runs
-    max_delay_seconds: float = 1.0  # a steady event stream still gets a cycle this often
-    period_seconds: float = 5.0  # a cycle runs at least this often (timeouts, backoff)
-    bind_concurrency: int = 32  # requests in flight per gang
-    assume_seconds: float = 60.0  # an assumed pod not confirmed by the watch expires
-    partial_grace_seconds: float = 60.0  # default deadline for a partially bound gang
-    backoff_initial_seconds: float = 5.0  # first retry delay after a timeout
-    backoff_max_seconds: float = 300.0
-    create_default_queue: bool = True
+    mode: Mode = _DEFAULT_MODE
+    namespaces: tuple[str, ...] = _DEFAULTS["namespaces"]  # empty: cluster-wide
+    debounce_seconds: float = _DEFAULTS["debounce_seconds"]
+    max_delay_seconds: float = _DEFAULTS["max_delay_seconds"]
+    period_seconds: float = _DEFAULTS["period_seconds"]
+    bind_concurrency: int = _DEFAULTS["bind_concurrency"]
+    assume_seconds: float = _DEFAULTS["assume_seconds"]
+    partial_grace_seconds: float = _DEFAULTS["partial_grace_seconds"]
+    backoff_initial_seconds: float = _DEFAULTS["backoff_initial_seconds"]
+    backoff_max_seconds: float = _DEFAULTS["backoff_max_seconds"]
+    create_default_queue: bool = _DEFAULTS["create_default_queue"]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OperatorConfig:
+        values = settings.operator_config_values()
+        return cls(**{**values, "mode": Mode(values["mode"])})
 
 
 def kopf_settings(config: OperatorConfig) -> kopf.OperatorSettings:
@@ -57,8 +72,9 @@ def kopf_settings(config: OperatorConfig) -> kopf.OperatorSettings:
     bookkeeping (progress, diff base) would only concern change handlers, which Phalanx
     does not register; it is still kept in Phalanx-prefixed annotations so it is
     recognisable. Kopf's own k8s Events are off (Phalanx posts its own, on PodGroups).
-    Peering is off: one operator instance; a second one is harmless because a binding
-    to an already bound pod is refused by the API server.
+    Peering is off: replicas elect one leader through a Lease (`phalanx.leader`); even a
+    second active one cannot double-bind, because the API server refuses a binding to an
+    already bound pod.
     """
     settings = kopf.OperatorSettings()
     settings.posting.enabled = False
