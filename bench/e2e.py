@@ -1,0 +1,500 @@
+"""End-to-end benchmark on the real control plane: Phalanx (binder mode) vs kube-scheduler.
+
+    python -m bench.e2e [--nodes 1000] [--gangs 500] [--smoke] [--profile]
+                        [--only phalanx|kube-scheduler] [--output bench/results/e2e.json]
+    python -m bench.e2e --render      # rewrite the README table from the JSON only
+
+One invocation runs the workload of bench/workloads/e2e.yaml twice, each time on a fresh
+local cluster (etcd + kube-apiserver + kwok nodes): once placed by the Phalanx operator
+(`python -m phalanx operator --mode binder`, pods in PodGroups), once by the real
+kube-scheduler (the same pods with schedulerName default-scheduler, no group). Each
+scheduler is started, and ready, before the first object is submitted.
+
+Measured per run:
+- bind time of a pod: arrival time of the watch event in which the pod first has a
+  nodeName (a watcher in its own process, started before submission);
+- throughput: pods bound / (last binding - submission start);
+- gang latency: last binding of the gang's pods - when the gang's first object was sent;
+- scheduler process: CPU seconds (utime + stime, /proc/<pid>/stat) from submission start
+  to the end of the settle period, peak RSS (VmHWM, /proc/<pid>/status), sampled every
+  second and read once more before the process is stopped;
+- API requests: the scheduler runs as its own ServiceAccount, classified by a FlowSchema
+  of its own, so the delta of kube-apiserver's
+  `apiserver_flowcontrol_dispatched_requests_total{flow_schema=...}` between submission
+  start and the end of the settle period is exactly its requests. The delta of
+  `apiserver_request_total` (all clients: kwok, the watcher, the submission) is reported
+  besides, with the submission's own requests subtracted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import multiprocessing
+import os
+import platform
+import queue
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import e2e_components as components
+from bench import e2e_report as report
+from bench.e2e_measure import (
+    Endpoint,
+    ProcessReading,
+    load_average,
+    read_process,
+    watch_bindings,
+)
+from bench.e2e_submit import submit
+from bench.e2e_workload import (
+    Gang,
+    Workload,
+    draw_gangs,
+    layout_description,
+    load_workload,
+    pod_group_object,
+    pod_object,
+    submission_waves,
+)
+from phalanx.cluster import ClusterDescription, LocalCluster, binaries, load_description
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOAD = ROOT / "bench" / "workloads" / "e2e.yaml"
+OUTPUT = ROOT / "bench" / "results" / "e2e.json"
+README = ROOT / "bench" / "README.md"
+SCHEDULERS = ("phalanx", "kube-scheduler")
+PROGRESS_SECONDS = 5.0
+
+
+def log(message: str) -> None:
+    print(f"[bench.e2e {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# -- sampling processes -----------------------------------------------------------------------
+
+class Sampler:
+    """Reads CPU and memory of the given processes every second, in a thread."""
+
+    def __init__(self, pids: dict[str, int], component: str) -> None:
+        self.pids = pids
+        self.component = component
+        self.last: dict[str, ProcessReading] = {}
+        self.samples: list[tuple[float, float, float]] = []  # component: (time, cpu, rss)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def read(self) -> dict[str, ProcessReading]:
+        for name, pid in self.pids.items():
+            reading = read_process(pid)
+            if reading is not None:
+                self.last[name] = reading
+        return dict(self.last)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            readings = self.read()
+            own = readings.get(self.component)
+            if own is not None:
+                self.samples.append((time.time(), own.cpu_seconds, own.rss_mib))
+            self._stop.wait(1.0)
+
+
+class Bindings:
+    """Drains the watcher's queue in a thread: pod name -> (node, arrival time)."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.bound: dict[str, tuple[str, float]] = {}
+        self.ready = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item = self.source.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if item == ("ready",):
+                self.ready.set()
+            else:
+                name, node, moment = item
+                self.bound[name] = (node, moment)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# -- one run ----------------------------------------------------------------------------------
+
+def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
+            workload: Workload, run_dir: Path, profile: bool) -> dict[str, Any]:
+    """Fresh cluster, scheduler started, workload submitted, every binding awaited."""
+    tag = f"[{scheduler}]"
+    pods_total = sum(g.pods for g in gangs)
+    result: dict[str, Any] = {"scheduler": scheduler, "pods": pods_total, "gangs": len(gangs),
+                              "load_average_start": load_average()}
+    cluster = LocalCluster(run_dir)
+    began = time.time()
+    cluster.start()
+    try:
+        log(f"{tag} control plane up in {time.time() - began:.1f}s; creating "
+            f"{len(description.hosts)} nodes")
+        nodes_from = time.time()
+        cluster.prepare(description, timeout=300.0)
+        result["nodes_ready_s"] = round(time.time() - nodes_from, 1)
+        log(f"{tag} {len(description.hosts)} nodes Ready in {result['nodes_ready_s']}s")
+        account = components.OPERATOR if scheduler == "phalanx" else components.SCHEDULER
+        cluster.apply(components.identity_objects([account], workload.namespace))
+        kubeconfig = components.account_kubeconfig(cluster, account)
+        profile_path = run_dir / "operator.prof" if profile and scheduler == "phalanx" else None
+        component_from = time.time()
+        if scheduler == "phalanx":
+            pid = components.start_operator(cluster, kubeconfig, profile_path)
+        else:
+            pid = components.start_kube_scheduler(cluster, kubeconfig, workload.scheduler_qps,
+                                                  workload.scheduler_burst)
+        result["component_ready_s"] = round(time.time() - component_from, 1)
+        time.sleep(3.0)  # informers listed and idle
+        log(f"{tag} {account} ready in {result['component_ready_s']}s (pid {pid})")
+        result.update(_measure(cluster, scheduler, account, pid, gangs, workload, tag))
+        components.stop_component(cluster, account, pid)
+        if profile_path is not None:
+            result["profile"] = str(profile_path)
+    finally:
+        cluster.stop()
+    result["load_average_end"] = load_average()
+    return result
+
+
+def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gangs: list[Gang],
+             workload: Workload, tag: str) -> dict[str, Any]:
+    endpoint = Endpoint(cluster.server, cluster.token, str(cluster.ca_cert))
+    pods_total = sum(g.pods for g in gangs)
+    context = multiprocessing.get_context("spawn")
+    channel = context.Queue()
+    watcher = context.Process(target=watch_bindings, args=(endpoint, workload.namespace, channel),
+                              daemon=True)
+    watcher.start()
+    bindings = Bindings(channel)
+    sampler = Sampler({**cluster.pids(), account: pid}, account)
+    try:
+        if not bindings.ready.wait(60):
+            raise RuntimeError("the binding watcher did not start")
+        before_readings = sampler.read()
+        sampler.start()
+        before = endpoint.scrape()
+        submitted = {"gangs": 0}
+        stop_progress = threading.Event()
+        started = time.time()
+        printer = threading.Thread(target=_progress, daemon=True, args=(
+            tag, started, len(gangs), pods_total, submitted, bindings, sampler, account,
+            stop_progress))
+        printer.start()
+
+        def on_gang(count: int) -> None:
+            submitted["gangs"] = count
+
+        objects = _objects_for(scheduler, workload)
+        submission = asyncio.run(submit(endpoint, submission_waves(gangs), objects,
+                                        workload.concurrency, on_gang))
+        log(f"{tag} submitted {len(gangs)} gangs ({submission.requests} requests) in "
+            f"{submission.finished - submission.started:.1f}s")
+        deadline = submission.started + workload.timeout_seconds
+        while len(bindings.bound) < pods_total and time.time() < deadline:
+            time.sleep(0.2)
+        timed_out = len(bindings.bound) < pods_total
+        at_last = endpoint.scrape()
+        time.sleep(workload.settle_seconds)
+        after = endpoint.scrape()
+        end_readings = sampler.read()
+        stop_progress.set()
+        sampler.stop()
+        bound = dict(bindings.bound)
+        pods_listing = json.loads(endpoint.get_text(
+            f"/api/v1/namespaces/{workload.namespace}/pods"))
+    finally:
+        bindings.stop()
+        watcher.terminate()
+        watcher.join(10)
+    if timed_out:
+        log(f"{tag} TIMED OUT: {len(bound)} of {pods_total} pods bound after "
+            f"{workload.timeout_seconds:.0f}s")
+    return _figures(scheduler, account, gangs, submission, bound, pods_listing, before, at_last,
+                    after, before_readings, end_readings, sampler, timed_out, cluster)
+
+
+def _objects_for(scheduler: str, workload: Workload) -> Callable[[Gang], list[dict[str, Any]]]:
+    name = "phalanx" if scheduler == "phalanx" else "default-scheduler"
+
+    def objects(gang: Gang) -> list[dict[str, Any]]:
+        pods = [pod_object(workload, gang, pod, name) for pod in gang.pod_names()]
+        return [pod_group_object(workload, gang), *pods] if scheduler == "phalanx" else pods
+
+    return objects
+
+
+def _progress(tag: str, started: float, gangs: int, pods: int, submitted: dict[str, int],
+              bindings: Bindings, sampler: Sampler, account: str, stop: threading.Event) -> None:
+    previous, previous_at = 0, started
+    while not stop.wait(PROGRESS_SECONDS):
+        now, count = time.time(), len(bindings.bound)
+        own = sampler.last.get(account)
+        usage = f"; {account} cpu {own.cpu_seconds:.1f}s rss {own.rss_mib:.0f} MiB" if own else ""
+        log(f"{tag} t+{now - started:5.1f}s gangs submitted {submitted['gangs']}/{gangs}, "
+            f"pods bound {count}/{pods} ({(count - previous) / (now - previous_at):.0f}/s)"
+            f"{usage}; load {os.getloadavg()[0]:.1f}")
+        previous, previous_at = count, now
+
+
+def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
+             bound: dict[str, tuple[str, float]], listing: dict[str, Any],
+             before: dict[str, Any], at_last: dict[str, Any], after: dict[str, Any],
+             start: dict[str, ProcessReading], end: dict[str, ProcessReading],
+             sampler: Sampler, timed_out: bool, cluster: LocalCluster) -> dict[str, Any]:
+    bound_at = {name: moment for name, (_, moment) in bound.items()}
+    members = {g.name: g.pod_names() for g in gangs}
+    sizes = {g.name: g.pods for g in gangs}
+    first_sent = {name: s.first_sent for name, s in submission.gangs.items()}
+    latencies = report.gang_latencies(members, bound_at, first_sent)
+    from_start = report.gang_latencies(members, bound_at, dict.fromkeys(members,
+                                                                        submission.started))
+    flow = components.flow_schema_name(account)
+    window = report_delta(before, after)
+    until_last = report_delta(before, at_last)
+    pods_bound = len(bound_at)
+    node_of = {item["metadata"]["name"]: item["spec"].get("nodeName")
+               for item in listing["items"] if item["spec"].get("nodeName")}
+    rack_of = _racks(cluster)
+    component_start, component_end = start.get(account), end.get(account)
+    processes = {
+        name: {"cpu": round(end[name].cpu_seconds - start[name].cpu_seconds, 2)
+               if name in start else None, "peak_rss_mib": round(end[name].peak_rss_mib, 1)}
+        for name in end
+    }
+    return {
+        "timed_out": timed_out,
+        "submission": {"seconds": round(submission.finished - submission.started, 3),
+                       "requests": submission.requests, "retries": submission.retries,
+                       "started_epoch": submission.started},
+        "throughput": report.throughput(bound_at, submission.started),
+        "gangs_fully_bound": len(latencies),
+        "gang_latency_s": report.latency_summary(latencies, sizes),
+        "gang_latency_from_submission_start_s": report.latency_summary(from_start, sizes)["all"],
+        "bound_cumulative_per_second": report.bound_timeline(bound_at, submission.started),
+        "api_requests": {
+            "component_flow_schema": flow,
+            "component": window["by_flow"].get(flow, 0),
+            "component_per_bound_pod": round(window["by_flow"].get(flow, 0) / pods_bound, 3)
+            if pods_bound else None,
+            "component_until_last_binding": until_last["by_flow"].get(flow, 0),
+            "all_clients": window["total"],
+            "all_clients_excluding_submission": window["total"] - submission.requests,
+            "all_clients_per_bound_pod": round((window["total"] - submission.requests)
+                                               / pods_bound, 3) if pods_bound else None,
+            "by_flow_schema": window["by_flow"],
+            "by_call_all_clients": window["by_call"],
+        },
+        "component": {
+            "name": account,
+            "cpu_seconds_window": round(component_end.cpu_seconds - component_start.cpu_seconds,
+                                        2) if component_start and component_end else None,
+            "cpu_seconds_total": round(component_end.cpu_seconds, 2) if component_end else None,
+            "peak_rss_mib": round(component_end.peak_rss_mib, 1) if component_end else None,
+            "rss_mib_end": round(component_end.rss_mib, 1) if component_end else None,
+            "samples": [(round(t - submission.started, 1), round(c, 2), round(r, 1))
+                        for t, c, r in sampler.samples],
+        },
+        "processes": processes,
+        "locality": report.locality(members, node_of, rack_of),
+    }
+
+
+def report_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    from bench.e2e_measure import count_delta
+
+    return count_delta(before, after)
+
+
+def _racks(cluster: LocalCluster) -> dict[str, str]:
+    nodes = cluster.rest(timeout=60.0).get("/api/v1/nodes").body["items"]
+    return {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(
+        "network.topology.nvidia.com/leaf", n["metadata"]["name"]) for n in nodes}
+
+
+# -- the whole benchmark ----------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e", description=__doc__.split("\n")[0])
+    parser.add_argument("--workload", type=Path, default=WORKLOAD)
+    parser.add_argument("--nodes", type=int, default=None,
+                        help="cluster size (default: the workload's cluster file)")
+    parser.add_argument("--gangs", type=int, default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny run (the workload's smoke sizes) into a temporary folder")
+    parser.add_argument("--only", choices=SCHEDULERS, action="append", default=None)
+    parser.add_argument("--profile", action="store_true",
+                        help="run the operator under cProfile (its .prof is kept and summarized)")
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--run-dir", type=Path, default=None)
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite the README table from the results JSON")
+    args = parser.parse_args(argv)
+    if args.render:
+        _write_readme(json.loads((args.output or OUTPUT).read_text()))
+        return 0
+
+    workload = load_workload(args.workload)
+    nodes, gang_count = args.nodes, args.gangs
+    if args.smoke:
+        nodes = nodes or workload.smoke.get("nodes", 50)
+        gang_count = gang_count or workload.smoke.get("gangs", 20)
+    workload = dataclasses.replace(workload, gangs=gang_count or workload.gangs)
+    description = load_description(ROOT / workload.cluster)
+    if nodes is not None and nodes != len(description.hosts):
+        description = layout_description(nodes, description)
+    gangs = draw_gangs(workload, description.gpus)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
+    run_root = args.run_dir or scratch
+    output = args.output or (scratch / "e2e.json" if args.smoke or args.only else OUTPUT)
+    command = "python -m bench.e2e " + shlex.join(argv if argv is not None else sys.argv[1:])
+    params = _parameters(workload, description, gangs)
+    log(f"{params['nodes']} nodes x {params['gpus_per_node']} GPUs; {len(gangs)} gangs, "
+        f"{params['pods']} pods, {params['gpus']} GPUs; seed {workload.seed}; runs in {run_root}")
+    started_at, began, load_start = datetime.now(UTC), time.time(), load_average()
+    runs = {}
+    for scheduler in args.only or SCHEDULERS:
+        runs[scheduler] = run_one(scheduler, description, gangs, workload,
+                                  run_root / scheduler, args.profile)
+        _summary_line(runs[scheduler])
+    results: dict[str, Any] = {
+        "command": command.strip(),
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.time() - began, 1),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": f"CPython {platform.python_version()}",
+                    "load_average_start": load_start, "load_average_end": load_average()},
+        "versions": _versions(),
+        "parameters": params,
+        "measurement": _measurement_note(),
+        "runs": runs,
+    }
+    if set(runs) == set(SCHEDULERS):
+        results["comparison"] = report.compare(runs["phalanx"], runs["kube-scheduler"])
+        ratio = results["comparison"]["ratio_phalanx_over_kube"]["pods_per_second"]
+        rss = runs["phalanx"]["component"]["peak_rss_mib"]
+        results["targets"] = {"throughput_ratio": ratio,
+                              "throughput_ratio_met": ratio is not None and ratio >= 1.0,
+                              "peak_rss_mib": rss, "peak_rss_met": rss is not None and rss < 500}
+    if args.profile and "phalanx" in runs and runs["phalanx"].get("profile"):
+        results["operator_profile"] = _profile_summary(Path(runs["phalanx"]["profile"]))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=1) + "\n")
+    log(f"results in {output} ({results['duration_s'] / 60:.1f} min)")
+    if "comparison" in results:
+        print(report.readme_section(results))
+        if output.resolve() == OUTPUT.resolve():
+            _write_readme(results)
+    failed = [name for name, run in runs.items() if run["timed_out"]]
+    return 1 if failed else 0
+
+
+def _summary_line(run: dict[str, Any]) -> None:
+    figures = report.headline(run)
+    log(f"[{run['scheduler']}] " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+
+
+def _parameters(workload: Workload, description: ClusterDescription,
+                gangs: list[Gang]) -> dict[str, Any]:
+    return {
+        **workload.to_json(),
+        "nodes": len(description.hosts),
+        "gpus_per_node": description.shape.gpus,
+        "cluster_gpus": description.gpus,
+        "pods": sum(g.pods for g in gangs),
+        "gpus": sum(g.gpus for g in gangs),
+        "gangs_by_pods": {str(k): v for k, v in sorted(Counter(g.pods for g in gangs).items())},
+        "gangs_by_gpus_per_pod": {str(k): v for k, v in
+                                  sorted(Counter(g.gpus_per_pod for g in gangs).items())},
+        "kube_scheduler_qps": workload.scheduler_qps,
+        "kube_scheduler_burst": workload.scheduler_burst,
+        "topology_levels": [level.name for level in description.levels] + ["host"],
+    }
+
+
+def _measurement_note() -> dict[str, str]:
+    doc = __doc__ or ""
+    return {"how": doc.split("Measured per run:", 1)[-1].strip()}
+
+
+def _versions() -> dict[str, str]:
+    def first_line(args: list[str]) -> str:
+        try:
+            out = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        except OSError as error:
+            return f"unknown ({error})"
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+
+    import aiohttp
+    import kopf
+    import kubernetes_asyncio
+
+    commit = first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    return {
+        "kubernetes": first_line([str(binaries.binary("kube-apiserver")), "--version"]).split()[-1],
+        "kube_scheduler": first_line([str(binaries.binary("kube-scheduler")), "--version"]),
+        "kwok": first_line([str(binaries.binary("kwok")), "--version"]).split()[2],
+        "etcd": first_line([str(binaries.binary("etcd")), "--version"]),
+        "kopf": kopf.__version__ if hasattr(kopf, "__version__") else "unknown",
+        "kubernetes_asyncio": kubernetes_asyncio.__version__,
+        "aiohttp": aiohttp.__version__,
+        "git_commit": commit,
+    }
+
+
+def _profile_summary(path: Path, top: int = 25) -> dict[str, Any]:
+    """Functions of the operator by cumulative and by own time (cProfile)."""
+    import pstats
+
+    stats = pstats.Stats(str(path))
+    total = stats.total_tt  # type: ignore[attr-defined]
+    rows = []
+    for (file, line, name), (_, calls, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append({"function": f"{Path(file).name}:{line}({name})", "calls": calls,
+                     "own_s": round(own, 3), "cumulative_s": round(cumulative, 3)})
+    by_cumulative = sorted(rows, key=lambda r: -r["cumulative_s"])[:top]
+    by_own = sorted(rows, key=lambda r: -r["own_s"])[:top]
+    return {"file": str(path), "total_s": round(total, 2), "by_cumulative": by_cumulative,
+            "by_own": by_own}
+
+
+def _write_readme(results: dict[str, Any]) -> None:
+    text = README.read_text()
+    README.write_text(report.replace_section(text, report.readme_section(results)))
+    log(f"table written to {README}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,181 @@
+"""Readings for the end-to-end benchmark: process CPU and memory from /proc, API request
+counters from kube-apiserver's /metrics, and a watcher (own process) that timestamps
+each pod's binding as its watch event arrives.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import ssl
+import time
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from multiprocessing.queues import Queue
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ProcessReading:
+    cpu_seconds: float  # user + system of the process itself
+    rss_mib: float
+    peak_rss_mib: float  # VmHWM: the kernel's high-water mark of resident memory
+
+
+def read_process(pid: int) -> ProcessReading | None:
+    """CPU seconds (utime + stime) and resident memory of `pid`; None once it is gone."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()  # noqa: SIM115 - read at once
+        status = open(f"/proc/{pid}/status").read()  # noqa: SIM115
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # fields 14, 15 of stat(5)
+    memory = {
+        line.split(":")[0]: int(line.split()[1]) / 1024
+        for line in status.splitlines()
+        if line.startswith(("VmRSS:", "VmHWM:"))
+    }
+    return ProcessReading(cpu, memory.get("VmRSS", 0.0), memory.get("VmHWM", 0.0))
+
+
+def load_average() -> tuple[float, float, float]:
+    one, five, fifteen = os.getloadavg()
+    return (round(one, 2), round(five, 2), round(fifteen, 2))
+
+
+# -- API server metrics -----------------------------------------------------------------------
+
+def parse_request_counts(text: str) -> dict[str, Any]:
+    """From /metrics text: requests by (verb, resource, subresource) and by flow schema.
+
+    `apiserver_request_total` counts every request the server answered (all clients);
+    `apiserver_flowcontrol_dispatched_requests_total` counts requests per API Priority and
+    Fairness flow schema, which is how one client's requests are told apart.
+    """
+    by_call: dict[str, float] = {}
+    by_flow: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "apiserver_request_total":
+                labels = sample.labels
+                call = f"{labels.get('verb')} {labels.get('resource')}"
+                if labels.get("subresource"):
+                    call += f"/{labels['subresource']}"
+                by_call[call] = by_call.get(call, 0.0) + sample.value
+            elif sample.name == "apiserver_flowcontrol_dispatched_requests_total":
+                flow = sample.labels.get("flow_schema", "")
+                by_flow[flow] = by_flow.get(flow, 0.0) + sample.value
+    return {"by_call": by_call, "by_flow": by_flow, "total": sum(by_call.values())}
+
+
+def count_delta(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """after - before for each counter (only those that moved)."""
+    def diff(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, int]:
+        keys = sorted(set(a) | set(b))
+        moved = {k: round(b.get(k, 0.0) - a.get(k, 0.0)) for k in keys}
+        return {k: v for k, v in sorted(moved.items(), key=lambda kv: -kv[1]) if v}
+
+    return {
+        "by_call": diff(before["by_call"], after["by_call"]),
+        "by_flow": diff(before["by_flow"], after["by_flow"]),
+        "total": round(after["total"] - before["total"]),
+    }
+
+
+# -- connection to the API server -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Endpoint:
+    server: str
+    token: str
+    ca_cert: str
+
+    def connection(self, timeout: float | None = 30.0) -> http.client.HTTPSConnection:
+        url = urllib.parse.urlparse(self.server)
+        context = ssl.create_default_context(cafile=self.ca_cert)
+        return http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port, timeout=timeout,
+                                           context=context)
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+
+    def get_text(self, path: str) -> str:
+        connection = self.connection()
+        try:
+            connection.request("GET", path, headers=self.headers())
+            response = connection.getresponse()
+            body = response.read().decode()
+            if response.status != 200:
+                raise RuntimeError(f"GET {path}: {response.status} {body[:200]}")
+            return body
+        finally:
+            connection.close()
+
+    def scrape(self) -> dict[str, Any]:
+        return parse_request_counts(self.get_text("/metrics"))
+
+
+# -- the binding watcher ----------------------------------------------------------------------
+
+BOUND = "spec.nodeName!="
+
+
+def watch_bindings(endpoint: Endpoint, namespace: str, out: Queue[Any]) -> None:
+    """Put ("ready",) once watching, then (pod name, node, arrival time) per newly bound pod.
+
+    Runs in its own process (so timestamps are not delayed by the submitter). Watches
+    pods whose nodeName is set: a pod enters the watch (ADDED) when it is bound. If the
+    watch breaks it re-lists; pods first seen in a re-list get the re-list's time.
+    """
+    seen: set[str] = set()
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    selector = urllib.parse.quote(BOUND)
+    ready = False
+    while True:
+        listing = json.loads(endpoint.get_text(f"{path}?fieldSelector={selector}"))
+        now = time.time()
+        for item in listing["items"]:
+            _record(item, now, seen, out)
+        version = listing["metadata"]["resourceVersion"]
+        query = (f"?watch=1&fieldSelector={selector}&resourceVersion={version}"
+                 "&allowWatchBookmarks=true&timeoutSeconds=3600")
+        connection = endpoint.connection(timeout=None)
+        try:
+            connection.request("GET", path + query, headers=endpoint.headers())
+            response = connection.getresponse()
+            if not ready:
+                out.put(("ready",))
+                ready = True
+            for event in _lines(response):
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    _record(event["object"], time.time(), seen, out)
+                elif event.get("type") == "ERROR":
+                    break  # e.g. 410 Gone: re-list
+        except OSError:
+            time.sleep(0.2)
+        finally:
+            connection.close()
+
+
+def _lines(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
+    while True:
+        line = response.readline()
+        if not line:
+            return
+        if line.strip():
+            yield json.loads(line)
+
+
+def _record(pod: Mapping[str, Any], now: float, seen: set[str], out: Queue[Any]) -> None:
+    name = pod["metadata"]["name"]
+    node = pod.get("spec", {}).get("nodeName")
+    if node and name not in seen:
+        seen.add(name)
+        out.put((name, node, now))
