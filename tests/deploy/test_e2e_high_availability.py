@@ -1,114 +1,48 @@
-"""Two operator replicas with leader election, as the Deployment runs them: the standby
-takes over when the leader dies, and gangs keep being placed."""
+"""Two `phalanx operator` processes with leader election, as the Deployment runs them (the
+real CLI, a settings file, the ServiceAccount's token): one places gangs, the standby takes
+over when the leader is SIGKILLed while gangs are being submitted, and no gang is left
+half placed."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s
+import yaml
 
 from phalanx.cluster import LocalCluster
-from phalanx.config import LeaderElection
-from phalanx.leader import STOPPED, LeaderElector, run_replica
-from phalanx.operator.client import KubeApi
-from phalanx.operator.main import Operator
-from phalanx.operator.settings import OperatorConfig
+
+from .operator_process import OperatorProcess, account_kubeconfig
 
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "phalanx-system"
 LEASE = "phalanx-leader"
-ELECTION = LeaderElection(
-    lease_name=LEASE,
-    lease_namespace=NAMESPACE,
-    lease_duration_seconds=3,
-    renew_deadline_seconds=2,
-    retry_period_seconds=0.5,
-)
-FAST = OperatorConfig(debounce_seconds=0.1, max_delay_seconds=0.5, period_seconds=1.0)
-PATIENCE = 90.0  # upper bound for waits; nothing here asserts speed
+ELECTION = {
+    "enabled": True,
+    "lease_name": LEASE,
+    "lease_namespace": NAMESPACE,
+    "lease_duration_seconds": 3,
+    "renew_deadline_seconds": 2,
+    "retry_period_seconds": 0.5,
+}
+# A standby acquires an expired lease within lease duration + retry period (3.5 s here);
+# 15 s leaves room for a loaded machine while still catching a standby that never campaigns.
+TAKEOVER_LIMIT = 15.0
 GROUP_LABEL = "scheduling.phalanx.io/pod-group"
-
-
-def account_configuration(cluster: LocalCluster) -> k8s.Configuration:
-    token = cluster.kubectl("create", "token", "phalanx", "-n", NAMESPACE).stdout.strip()
-    configuration = k8s.Configuration(host=cluster.server)
-    configuration.api_key = {"BearerToken": token}
-    configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    configuration.ssl_ca_cert = str(cluster.ca_cert)
-    return configuration
-
-
-class Replica:
-    """One operator replica on its own thread and event loop, like one pod."""
-
-    def __init__(self, name: str, configuration: k8s.Configuration) -> None:
-        self.name = name
-        self.configuration = configuration
-        self.ready = threading.Event()
-        self.operators: list[Operator] = []
-        self.outcome: list[Any] = []
-        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self.elector: LeaderElector
-        self._loop: asyncio.AbstractEventLoop
-        self._task: asyncio.Task[int]
-        self._stop: asyncio.Event
-
-    def start(self) -> Replica:
-        self.thread.start()
-        assert self.ready.wait(PATIENCE)
-        return self
-
-    @property
-    def leading(self) -> bool:
-        return (
-            self.elector.is_leader and bool(self.operators) and self.operators[-1].loop.cycles > 0
-        )
-
-    def kill(self) -> None:
-        """Die without releasing anything, as a pod whose node vanished."""
-        self._loop.call_soon_threadsafe(self._task.cancel)
-        self.thread.join(PATIENCE)
-
-    def shut_down(self) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self.thread.join(PATIENCE)
-
-    def _main(self) -> None:
-        try:
-            self.outcome.append(asyncio.run(self._serve()))
-        except BaseException as error:  # inspected by the test
-            self.outcome.append(error)
-
-    async def _serve(self) -> int:
-        api = KubeApi(k8s.ApiClient(self.configuration))
-        self.elector = LeaderElector(api, ELECTION, self.name)
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-
-        async def lead(stop_leading: asyncio.Event) -> None:
-            operator = Operator(self.configuration, FAST)
-            self.operators.append(operator)
-            await operator.run(stop=stop_leading)
-
-        self._task = asyncio.ensure_future(run_replica(self.elector, lead, self._stop))
-        self.ready.set()
-        try:
-            return await self._task
-        finally:
-            await api.close()
+GANGS = 12  # submitted while the leader dies: 4 pods x 2 GPUs each, 96 GPUs in all
 
 
 def get_json(cluster: LocalCluster, *args: str) -> Any:
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
-def gang(name: str, size: int) -> list[dict[str, Any]]:
+def gang(name: str, size: int, gpus: int) -> list[dict[str, Any]]:
     group = {
         "apiVersion": "scheduling.phalanx.io/v1alpha1",
         "kind": "PodGroup",
@@ -123,16 +57,12 @@ def gang(name: str, size: int) -> list[dict[str, Any]]:
             "spec": {
                 "schedulerName": "phalanx",
                 "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "registry.k8s.io/pause:3.10",
-                        "resources": {
-                            "requests": {"nvidia.com/gpu": "8"},
-                            "limits": {"nvidia.com/gpu": "8"},
-                        },
-                    }
-                ],
+                "containers": [{
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"nvidia.com/gpu": str(gpus)},
+                                  "limits": {"nvidia.com/gpu": str(gpus)}},
+                }],
             },
         }
         for i in range(size)
@@ -140,59 +70,98 @@ def gang(name: str, size: int) -> list[dict[str, Any]]:
     return [group, *pods]
 
 
-def wait_for(check: Callable[[], bool], what: str) -> None:
-    async def poll() -> None:
-        async with asyncio.timeout(PATIENCE):
-            while not await asyncio.to_thread(check):
-                await asyncio.sleep(0.3)
-
-    try:
-        asyncio.run(poll())
-    except TimeoutError:
-        pytest.fail(f"gave up waiting: {what}")
+def holder(cluster: LocalCluster) -> tuple[str, int]:
+    spec = get_json(cluster, "lease", LEASE, "-n", NAMESPACE)["spec"]
+    return str(spec.get("holderIdentity") or ""), int(spec.get("leaseTransitions") or 0)
 
 
-def running(cluster: LocalCluster, namespace: str, name: str) -> bool:
-    group = get_json(cluster, "podgroups.scheduling.phalanx.io", name, "-n", namespace)
-    return (group.get("status") or {}).get("phase") == "Running"
+def phases(cluster: LocalCluster, namespace: str) -> dict[str, str]:
+    items = get_json(cluster, "podgroups.scheduling.phalanx.io", "-n", namespace)["items"]
+    return {g["metadata"]["name"]: (g.get("status") or {}).get("phase", "") for g in items}
+
+
+def bound_by_gang(cluster: LocalCluster, namespace: str) -> dict[str, list[bool]]:
+    gangs: dict[str, list[bool]] = {}
+    for pod in get_json(cluster, "pods", "-n", namespace)["items"]:
+        group = pod["metadata"]["labels"][GROUP_LABEL]
+        gangs.setdefault(group, []).append(bool(pod["spec"].get("nodeName")))
+    return gangs
 
 
 @pytest.fixture
-def replicas(installed_rbac: LocalCluster) -> Iterator[list[Replica]]:
-    installed_rbac.kubectl("delete", "lease", LEASE, "-n", NAMESPACE, "--ignore-not-found")
-    started: list[Replica] = []
+def replicas(installed_rbac: LocalCluster, tmp_path: Path) -> Iterator[dict[str, OperatorProcess]]:
+    cluster = installed_rbac
+    cluster.kubectl("delete", "lease", LEASE, "-n", NAMESPACE, "--ignore-not-found")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"leader_election": ELECTION}))
+    kubeconfig = account_kubeconfig(cluster, tmp_path / "kubeconfig")
+    started = {
+        name: OperatorProcess(name, kubeconfig, tmp_path, env={
+            "PHALANX_CONFIG": str(config), "PHALANX_LEADER_ELECTION__IDENTITY": name})
+        for name in ("replica-a", "replica-b")
+    }
     yield started
-    for replica in started:
-        if replica.thread.is_alive():
-            replica.kill()
-    installed_rbac.kubectl("delete", "lease", LEASE, "-n", NAMESPACE, "--ignore-not-found")
+    for replica in started.values():
+        replica.ensure_dead()
+    cluster.kubectl("delete", "lease", LEASE, "-n", NAMESPACE, "--ignore-not-found")
 
 
-def test_standby_takes_over_when_the_leader_dies(
-    installed_rbac: LocalCluster, namespace: str, replicas: list[Replica]
+def test_standby_takes_over_when_the_leader_dies_mid_submission(
+    installed_rbac: LocalCluster, namespace: str, replicas: dict[str, OperatorProcess]
 ) -> None:
     cluster = installed_rbac
-    first = Replica("replica-a", account_configuration(cluster)).start()
-    replicas.append(first)
-    wait_for(lambda: first.leading, "replica-a leads")
-    second = Replica("replica-b", account_configuration(cluster)).start()
-    replicas.append(second)
+    first, second = replicas["replica-a"].start(), replicas["replica-b"]
+    first.wait_for(lambda: first.get("/readyz") == (200, "caches synced\n"), "replica-a leads")
+    assert holder(cluster)[0] == "replica-a"
+    second.start()
+    second.wait_for(lambda: second.get("/readyz") == (200, "standing by\n"), "standby ready")
+    assert second.sample("phalanx_leader") == 0
 
-    cluster.apply(gang("before", 2), namespace)
-    wait_for(lambda: running(cluster, namespace, "before"), "gang placed by replica-a")
-    assert not second.elector.is_leader and not second.operators  # a standby runs nothing
+    cluster.apply(gang("before", 2, 8), namespace)
+    first.wait_for(lambda: phases(cluster, namespace).get("before") == "Running", "first gang")
+    # Exactly one replica places gangs: the standby has bound nothing.
+    assert first.sample("phalanx_leader") == 1
+    assert first.sample("phalanx_bindings_total") == 2
+    assert second.sample("phalanx_bindings_total") == 0
 
+    submitted: list[str] = []
+    failures: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            for i in range(GANGS):
+                cluster.apply(gang(f"g{i}", 4, 2), namespace)
+                submitted.append(f"g{i}")
+                time.sleep(0.3)
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    submitter = threading.Thread(target=submit, name="submitter", daemon=True)
+    submitter.start()
+    second.wait_for(lambda: len(submitted) >= GANGS // 3, "some gangs submitted")
     first.kill()
-    assert not first.thread.is_alive()
-    wait_for(lambda: second.leading, "replica-b takes over")
-    lease = get_json(cluster, "lease", LEASE, "-n", NAMESPACE)["spec"]
-    assert (lease["holderIdentity"], lease["leaseTransitions"]) == ("replica-b", 1)
+    killed = time.monotonic()
+    second.wait_for(lambda: second.sample("phalanx_leader") == 1, "replica-b takes over")
+    takeover = time.monotonic() - killed
+    assert takeover <= TAKEOVER_LIMIT, f"takeover took {takeover:.1f}s"
+    submitter.join(120)
+    assert not failures, failures
+    assert len(submitted) == GANGS
 
-    cluster.apply(gang("after", 2), namespace)
-    wait_for(lambda: running(cluster, namespace, "after"), "gang placed by replica-b")
-    pods = get_json(cluster, "pods", "-n", namespace)["items"]
-    assert all(p["spec"].get("nodeName") for p in pods)
+    wanted = {"before", *submitted}
+    second.wait_for(
+        lambda: all(phases(cluster, namespace).get(name) == "Running" for name in wanted),
+        "every gang placed after the takeover")
+    # No gang left partial: each gang has all of its pods bound (a pod can be bound only
+    # once: the API server refuses a second binding).
+    gangs = bound_by_gang(cluster, namespace)
+    assert set(gangs) == wanted
+    assert all(all(flags) for flags in gangs.values()), gangs
+    assert holder(cluster) == ("replica-b", 1)
+    assert (second.sample("phalanx_bindings_total") or 0) > 0  # new gangs were its work
 
-    second.shut_down()
-    assert second.outcome == [STOPPED]
-    assert not get_json(cluster, "lease", LEASE, "-n", NAMESPACE)["spec"].get("holderIdentity")
+    cluster.apply(gang("after", 2, 8), namespace)
+    second.wait_for(lambda: phases(cluster, namespace).get("after") == "Running", "a new gang")
+
+    assert second.stop() == 0
+    assert holder(cluster)[0] == ""  # released on a graceful stop
