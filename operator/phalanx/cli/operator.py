@@ -226,7 +226,7 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
 
 async def report_synced(synced: asyncio.Event, health: Any, limit: float) -> None:
     try:
-        await asyncio.wait_for(asyncio.shield(synced.wait()), limit)
+        await asyncio.wait_for(synced.wait(), limit)
     except TimeoutError:
         log().warning("caches not synced yet; still waiting", seconds=limit)
         await synced.wait()
