@@ -140,6 +140,29 @@ def test_admitted_but_unplaced_groups_hold_no_quota_in_later_cycles() -> None:
     assert decision(result, "default/stuck").reason == "QueueCapability"
 
 
+def test_an_older_group_that_cannot_be_placed_does_not_block_the_queue_in_its_cycle() -> None:
+    """No priorities to reorder them: the older gang is admitted first but fits on no
+    node; its reservation is released within the cycle, so the newer gang gets the quota
+    (otherwise it would wait for ever behind a gang that never places)."""
+    nodes = [node("n1", gpus=8)]
+    team = QueueInfo("team-a", capability={GPU: 8000})
+    stuck = [
+        pod(f"stuck-{i}", gpus=4, group="stuck", node_selector={"gpu": "b200"}) for i in range(2)
+    ]
+    fresh = [pod(f"fresh-{i}", gpus=4, group="fresh") for i in range(2)]
+    result = cycle(
+        nodes,
+        team,
+        group("stuck", 2, queue="team-a", creation=1.0),
+        stuck,
+        group("fresh", 2, queue="team-a", creation=2.0),
+        fresh,
+    )
+    assert decision(result, "default/fresh").scheduled
+    assert decision(result, "default/stuck").admitted
+    assert decision(result, "default/stuck").reason != "Scheduled"
+
+
 def test_parent_queue_capability_applies_to_children() -> None:
     nodes = [node(f"n{i}", gpus=8) for i in range(4)]
     queues = [

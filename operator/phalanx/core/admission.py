@@ -5,11 +5,15 @@ queue (lowest first), then creation time, then key. A group is admitted when its
 queue and every ancestor have room under `capability` for what its gang needs:
 `minResources` (less what its running pods already use) or, if larger, the requests
 of the gang's pods.
+
+Each admitted group is placed at once (`place`); one that cannot be placed gives its
+reservation back before the next group is considered, so a gang that fits nowhere
+never keeps a queue's later groups waiting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from phalanx.core.ids import DEFAULT_QUEUE, GroupKey
@@ -46,7 +50,13 @@ def gang_need(work: GroupWork) -> dict[str, int]:
     return maximum(requests, rest)
 
 
-def admit(index: ClusterIndex, works: Sequence[GroupWork], ledger: QueueLedger) -> Admission:
+def admit(
+    index: ClusterIndex,
+    works: Sequence[GroupWork],
+    ledger: QueueLedger,
+    place: Callable[[GroupWork], bool] | None = None,
+) -> Admission:
+    """`place` tries to place an admitted group's gang; False releases its reservation."""
     rejected: dict[GroupKey, Problem] = {}
     lines: dict[str, list[GroupWork]] = {}
     needs: dict[GroupKey, dict[str, int]] = {}
@@ -72,6 +82,8 @@ def admit(index: ClusterIndex, works: Sequence[GroupWork], ledger: QueueLedger) 
         if shortfall is None:
             ledger.add(work.queue, need)
             admitted.append(work)
+            if place is not None and not place(work):
+                ledger.add(work.queue, {r: -a for r, a in need.items()})
         else:
             rejected[work.key] = Problem(
                 StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, shortfall.message()

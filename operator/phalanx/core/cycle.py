@@ -1,4 +1,4 @@
-"""One scheduling cycle: admit, then place gangs, then elastic extras; explain the rest.
+"""One scheduling cycle: admit and place gangs in turn, then elastic extras; explain the rest.
 
 Pure: the same snapshot and config always give the same result.
 """
@@ -44,20 +44,24 @@ def run_cycle(
     state = CycleState(index)
     works = build_works(index)
     ledger = seed_ledger(index, works)
-    admission = admit(index, works, ledger)
     outcomes = {work.key: _Outcome() for work in works}
-    for key, problem in admission.rejected.items():
-        outcomes[key].problem = problem
-    for work in admission.admitted:
+
+    def place(work: GroupWork) -> bool:
+        """Place the gang of a group just admitted; False when it could not be."""
         outcome = outcomes[work.key]
         outcome.admitted = True
         route = route_of(index, work, config)
         if isinstance(route, Problem):
             outcome.problem = route
-            continue
+            return False
         outcome.route = route
         if work.mandatory:
             _place_mandatory(state, work, route, config, outcome)
+        return outcome.problem is None
+
+    admission = admit(index, works, ledger, place)
+    for key, problem in admission.rejected.items():
+        outcomes[key].problem = problem
     for work in admission.admitted:
         outcome = outcomes[work.key]
         if outcome.route is not None and outcome.problem is None:
