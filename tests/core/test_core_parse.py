@@ -131,6 +131,13 @@ def test_pod_fields() -> None:
     assert pod.affinity[0].match_expressions[0].values == ("4",)
 
 
+def test_a_pod_with_a_deletion_timestamp_is_terminating() -> None:
+    obj = pod_obj([container({GPU: "1"})], nodeName="n1")
+    assert not parse_pod(obj).terminating
+    obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert parse_pod(obj).terminating
+
+
 def node_obj(**status: Any) -> dict[str, Any]:
     return {"kind": "Node", "metadata": {"name": "n1", "labels": {"rack": "r1"}}, "status": status}
 

@@ -174,6 +174,21 @@ def test_running_pods_count_towards_min_member() -> None:
     assert found.scheduled and found.placed == 9 and nodes_of(result, "default/job") != []
 
 
+def test_terminating_pods_hold_their_gpus_but_are_not_gang_members() -> None:
+    """A restarted job: the old pods are being deleted (still on their node), the new ones
+    wait. The old pods must not make up minMember, or the new pods would go out one by
+    one as elastic extras and the gang would start partly."""
+    nodes = [node("n1", gpus=8), node("n2", gpus=4)]
+    old = [pod(f"old-{i}", gpus=4, group="job", node_name="n1", terminating=True) for i in range(2)]
+    new = [pod(f"new-{i}", gpus=4, group="job") for i in range(2)]
+    result = cycle(nodes, group("job", 2), old, new)
+    found = decision(result, "default/job")
+    assert not result.bindings
+    assert not found.scheduled and found.placed == 0
+    after = cycle([node("n1", gpus=8), node("n2", gpus=4)], group("job", 2), new)
+    assert decision(after, "default/job").scheduled and len(after.bindings) == 2
+
+
 def test_group_with_all_pods_running_is_scheduled_without_bindings() -> None:
     running = [pod(f"w-{i}", gpus=1, group="job", node_name="n1") for i in range(4)]
     result = cycle(node("n1"), group("job", 4), running)

@@ -34,7 +34,7 @@ def seed_ledger(index: ClusterIndex, works: Sequence[GroupWork]) -> QueueLedger:
     """Queue usage of pods already on nodes."""
     ledger = QueueLedger(index.queues)
     for work in works:
-        if work.queue in index.queues and work.running:
+        if work.queue in index.queues and work.running_requests():
             ledger.add(work.queue, work.running_requests())
     ledger.add(DEFAULT_QUEUE, index.loose_requests)
     return ledger

@@ -88,7 +88,8 @@ class PodInfo:
     """A pod, with `requests` already the effective request Kubernetes would use.
 
     `group` is the PodGroup name in the pod's namespace (None: no group);
-    `scheduling_gates` lists the gates still on the pod.
+    `scheduling_gates` lists the gates still on the pod; `terminating`: being deleted
+    (its node's capacity stays used until it is gone, but it is no longer a gang member).
     """
 
     namespace: str
@@ -106,6 +107,7 @@ class PodInfo:
     priority_class_name: str | None = None
     creation: float = 0.0
     scheduling_gates: tuple[str, ...] = ()
+    terminating: bool = False
 
     @property
     def key(self) -> PodKey:

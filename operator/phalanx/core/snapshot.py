@@ -60,7 +60,7 @@ def is_ours(pod: PodInfo) -> bool:
 
 def is_waiting(pod: PodInfo) -> bool:
     """A pod Phalanx should place now: ours, unbound, unfinished, no foreign gate."""
-    if pod.node_name or pod.finished or not is_ours(pod):
+    if pod.node_name or pod.finished or pod.terminating or not is_ours(pod):
         return False
     return all(gate == GANG_GATE for gate in pod.scheduling_gates)
 
@@ -69,7 +69,8 @@ def is_waiting(pod: PodInfo) -> bool:
 class GroupPods:
     """A group's pods split by state, in name order. `uniform`: every waiting pod asks
     for the same resources under the same constraints (the usual gang), so `shape`
-    stands for all of them."""
+    stands for all of them. Terminating pods are neither running nor waiting, but
+    `running_requests` (queue usage) counts them while they are on a node."""
 
     pods: tuple[PodInfo, ...]
     running: tuple[PodInfo, ...]
@@ -84,8 +85,9 @@ class GroupPods:
 
     @staticmethod
     def of(pods: list[PodInfo], priority_of: Callable[[PodInfo], int]) -> GroupPods:
-        running = tuple(p for p in pods if p.node_name and not p.finished)
-        waiting = tuple(p for p in pods if is_waiting(p))
+        members = [p for p in pods if not p.terminating]  # the others only hold capacity
+        running = tuple(p for p in members if p.node_name and not p.finished)
+        waiting = tuple(p for p in members if is_waiting(p))
         first = waiting[0] if waiting else None
         uniform = first is not None and all(same_shape(first, p) for p in waiting)
         live = [priority_of(p) for p in pods if not p.finished]
@@ -93,13 +95,13 @@ class GroupPods:
             pods=tuple(pods),
             running=running,
             waiting=waiting,
-            pending=sum(1 for p in pods if not p.node_name and not p.finished),
+            pending=sum(1 for p in members if not p.node_name and not p.finished),
             succeeded=sum(1 for p in pods if p.phase == "Succeeded"),
             failed=sum(1 for p in pods if p.phase == "Failed"),
             uniform=uniform,
             priority=max(live) if live else None,
             shape=shape_of(first) if uniform and first is not None else None,
-            running_requests=total_requests(running),
+            running_requests=total_requests([p for p in pods if p.node_name and not p.finished]),
         )
 
 

@@ -56,6 +56,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         priority_class_name=reader.string("spec.priorityClassName"),
         creation=reader.timestamp(),
         scheduling_gates=_gates(reader),
+        terminating=reader.get("metadata.deletionTimestamp") is not None,
     )
 
 
