@@ -95,3 +95,32 @@ def test_queue_counts_groups_by_phase():
     status = queue_status("q", phases, {"nvidia.com/gpu": "16"})
     assert status == {"pending": 1, "inqueue": 1, "running": 2,
                       "allocated": {"nvidia.com/gpu": "16"}}
+
+
+@pytest.mark.parametrize("final", ["Completed", "Failed"])
+def test_a_finished_group_stays_finished_when_its_pods_are_cleaned_up(final):
+    """Jobs' finished pods get deleted (ttlSecondsAfterFinished, users): the group must not
+    fall back to Pending and complain that fewer pods exist than minMember."""
+    phase = "Succeeded" if final == "Completed" else "Failed"
+    group = podgroup(min_member=2)
+    done = [pod("a", node="n1", phase="Succeeded"), pod("b", node="n1", phase=phase)]
+    finished = decision(scheduled=True, code=StatusCode.SUCCESS, reason=Reason.FINISHED,
+                        message="all pods finished")
+    group["status"] = podgroup_status(group, done, finished, now=100.0)
+    assert group["status"]["phase"] == final
+    gone = decision(code=StatusCode.UNSCHEDULABLE, reason=Reason.GANG_INCOMPLETE,
+                    message="0 of 2 pods exist", admitted=False)
+    later = podgroup_status(group, [], gone, now=200.0)
+    conditions = {c["type"]: c for c in later["conditions"]}
+    assert later["phase"] == final
+    assert conditions["Unschedulable"]["status"] == "False"
+    before = {c["type"]: c for c in group["status"]["conditions"]}
+    assert conditions["Scheduled"] == before["Scheduled"]
+    assert conditions["Admitted"] == before["Admitted"]
+    assert conditions["Unschedulable"] == before["Unschedulable"]  # no Warning to announce
+
+
+def test_a_new_pod_after_completion_is_scheduled_again():
+    group = podgroup(min_member=1, status={"phase": "Completed"})
+    status = podgroup_status(group, [pod("again")], decision(admitted=True), now=5.0)
+    assert status["phase"] == "Inqueue"

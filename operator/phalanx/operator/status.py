@@ -18,6 +18,7 @@ from phalanx.operator.pods import is_bound, phase_of
 MAX_MESSAGE = 1000
 FAILING = (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE, StatusCode.ERROR)
 RUNNING_PHASES = ("Running", "Unknown")
+FINISHED_PHASES = ("Completed", "Failed")
 
 
 def timestamp(now: float) -> str:
@@ -53,11 +54,14 @@ def group_phase(
 
     Inqueue means admitted and being placed; an admitted group that does not fit stays
     Pending (its Admitted condition is still True), so no group sits Inqueue for ever.
+    A finished group stays finished when its pods are deleted; new pods start it again.
     """
     active = counts["pending"] + counts["running"]
     total = active + counts["succeeded"] + counts["failed"]
     if total and not active and counts["succeeded"] + counts["failed"] >= min_member:
         return "Completed" if counts["failed"] == 0 else "Failed"
+    if not active and previous in FINISHED_PHASES:
+        return previous
     if counts["running"] and counts["running"] + counts["succeeded"] >= min_member:
         return "Running"
     if previous in RUNNING_PHASES:
@@ -132,6 +136,11 @@ def podgroup_status(
     scheduled = placed >= min_member
     failing = not scheduled and (timed_out or (decision is not None and decision.code in FAILING))
     phase = group_phase(counts, min_member, placed, admitted, previous.get("phase"), failing)
+    # The pods of a finished group were cleaned up: it keeps what it said when it ran.
+    kept = {c.get("type"): c for c in conditions_before} if (
+        phase in FINISHED_PHASES and not placed) else {}
+    if kept:
+        failing = False
 
     placement = previous.get("placement")
     if decision is not None and decision.placement is not None:
@@ -139,12 +148,13 @@ def podgroup_status(
 
     reason, message = _why(decision, scheduled, placement, timed_out)
     conditions = [
-        condition("Admitted", admitted, "Admitted" if admitted else reason,
-                  "admitted to queue" if admitted else message, now, generation,
-                  conditions_before),
-        condition("Scheduled", scheduled, "Scheduled" if scheduled else reason,
-                  placement_message(placement) if scheduled and placement else message,
-                  now, generation, conditions_before),
+        kept.get("Admitted") or condition(
+            "Admitted", admitted, "Admitted" if admitted else reason,
+            "admitted to queue" if admitted else message, now, generation, conditions_before),
+        kept.get("Scheduled") or condition(
+            "Scheduled", scheduled, "Scheduled" if scheduled else reason,
+            placement_message(placement) if scheduled and placement else message,
+            now, generation, conditions_before),
         condition("Unschedulable", failing, reason if failing else "Schedulable",
                   message if failing else "", now, generation, conditions_before),
     ]
