@@ -152,3 +152,29 @@ async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
     clock[0] = 105.0  # inside the backoff: the group is not tried, nothing is written
     await scheduler.cycle()
     assert [p for m, p, b in api.calls if "podgroups" in p] == []
+
+
+async def test_a_restarted_operator_does_not_repeat_events_the_status_already_shows():
+    """A new leader (or a restart) has no memory of the Events it posted; the conditions
+    on the objects are that memory, so a settled cluster gets no new Events."""
+    objects = cluster(podgroup("ok", min_member=2), gpu_pod("a", group="ok"),
+                      gpu_pod("b", group="ok"),
+                      podgroup("big", min_member=4), *[gpu_pod(f"big-{i}", group="big")
+                                                       for i in range(4)])
+    api = FakeApi()
+    first = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+                      clock=lambda: 1000.0)
+    await first.cycle()
+    assert any(path.endswith("/events") for path in api.paths("POST"))
+    echo_writes(api, objects)
+    for body in objects:
+        if body["kind"] == "Pod" and body["spec"].get("nodeName"):
+            body["status"]["phase"] = "Running"
+    api.calls.clear()
+    await first.cycle()  # Running now: the status changes, nothing new to announce
+    echo_writes(api, objects)
+    api.calls.clear()
+    restarted = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+                          clock=lambda: 2000.0)
+    await restarted.cycle()
+    assert [p for p in api.paths("POST") if p.endswith("/events")] == []

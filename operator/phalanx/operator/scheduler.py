@@ -338,14 +338,23 @@ class Scheduler:
         now: float,
     ) -> None:
         conditions = {c["type"]: c for c in desired["conditions"]}
-        if conditions["Admitted"]["status"] == "True":
+        before = {c.get("type"): c for c in (group.get("status") or {}).get("conditions") or []}
+
+        def shown(kind: str) -> bool:
+            """The object already says this (a new leader has no memory of its Events)."""
+            said = before.get(kind) or {}
+            return all(said.get(k) == conditions[kind][k] for k in ("status", "reason", "message"))
+
+        if conditions["Admitted"]["status"] == "True" and not shown("Admitted"):
             await self.events.post(Event(group, "Normal", "Admitted",
                                          conditions["Admitted"]["message"]), now)
         if conditions["Scheduled"]["status"] == "True":
-            await self.events.post(Event(group, "Normal", "Scheduled",
-                                         conditions["Scheduled"]["message"], topic="scheduling"),
-                                   now)
-        elif conditions["Unschedulable"]["status"] == "True" and not timed_out:
+            if not shown("Scheduled"):
+                await self.events.post(Event(group, "Normal", "Scheduled",
+                                             conditions["Scheduled"]["message"],
+                                             topic="scheduling"), now)
+        elif (conditions["Unschedulable"]["status"] == "True" and not timed_out
+              and not shown("Unschedulable")):
             unschedulable = conditions["Unschedulable"]
             message = unschedulable["message"]
             if unschedulable["reason"] == Reason.GANG_INCOMPLETE:  # counts move while pods arrive
