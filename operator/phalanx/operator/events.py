@@ -64,7 +64,7 @@ def event_body(event: Event, now: float, instance: str) -> dict[str, Any]:
         "kind": "Event",
         "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
         "involvedObject": {
-            "apiVersion": f"{API_GROUP}/{API_VERSION}",
+            "apiVersion": event.involved.get("apiVersion", f"{API_GROUP}/{API_VERSION}"),
             "kind": event.involved.get("kind", "PodGroup"),
             "name": meta.get("name"),
             "namespace": meta.get("namespace"),
