@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+import aiohttp
 import kopf
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
@@ -97,10 +98,16 @@ class KubeApi:
                 _preload_content=False,
                 _request_timeout=self._timeout,
             )
-        except k8s.ApiException as error:  # raised for transport-level failures only
+        except k8s.ApiException as error:
             return Reply(int(error.status or 0), {"message": str(error.reason)})
+        except (TimeoutError, aiohttp.ClientError, OSError) as error:
+            # No answer (timeout, connection reset): status 0, judged like any failed reply,
+            # so one lost request fails its own pod, not the gang's other writes or the cycle.
+            return Reply(0, {"message": f"{type(error).__name__}: {error}".rstrip(": ")})
         try:
             raw = await response.read()
+        except (TimeoutError, aiohttp.ClientError, OSError) as error:
+            return Reply(0, {"message": f"{type(error).__name__}: {error}".rstrip(": ")})
         finally:
             response.release()
         try:
