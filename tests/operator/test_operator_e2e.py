@@ -95,6 +95,15 @@ async def test_two_gangs_room_for_one_then_the_second_runs(
     await eventually(lambda: _all_bound(cluster, namespace, "second", 16), 60)
     await eventually(lambda: _phase(cluster, namespace, "second", "Running"))
     await no_node_overcommitted(cluster)
+    # Finished pods cleaned up (as a Job's TTL would): the group stays Completed.
+    await asyncio.to_thread(cluster.kubectl, "delete", "pods", "-n", namespace,
+                            *[f"first-{i}" for i in range(20)], "--wait=false")
+    await eventually(lambda: _gone(cluster, namespace, "first"))
+    before = phalanx.loop.cycles
+    await eventually(lambda: _cycles_since(phalanx, before, 3))
+    first = await group_of(cluster, namespace, "first")
+    assert first["status"]["phase"] == "Completed"
+    assert condition(first, "Unschedulable")["status"] == "False"
 
 
 async def test_required_rack_lands_in_one_rack_preferred_spans_only_when_needed(
@@ -130,6 +139,16 @@ async def test_volcano_and_scheduler_plugins_pods_are_gang_scheduled(
         await eventually(lambda name=name: _phase(cluster, namespace, name, "Running"))
         pods = await pods_in(cluster, namespace)
         assert len(bound(pods, name)) == 3
+    # Kopf watched these pods and their nodes: it must have written nothing onto them.
+    nodes = {p["spec"]["nodeName"] for p in pods.values()}
+    watched = [*pods.values(), *[n for n in (await kubectl_json(cluster, "get", "nodes"))["items"]
+                                 if n["metadata"]["name"] in nodes]]
+    for body in watched:
+        meta = body["metadata"]
+        assert not meta.get("finalizers"), meta["name"]
+        written = [k for k in meta.get("annotations") or {}
+                   if "kopf" in k or k.startswith("scheduling.phalanx.io/")]
+        assert written == [], (meta["name"], written)
 
 
 async def test_gate_mode_kube_scheduler_binds_where_phalanx_chose(
@@ -176,7 +195,9 @@ async def test_deleting_a_group_or_a_pod_while_waiting_binds_nothing(
     assert bound(pods, "lose-pod") == [] and bound(pods, "lose-group") == []
     lose_pod = await group_of(cluster, namespace, "lose-pod")
     assert condition(lose_pod, "Unschedulable")["reason"] == "GangIncomplete"
-    events = await events_for(cluster, namespace, "lose-group-0")
+    events = (await kubectl_json(  # the way `kubectl describe pod` finds them
+        cluster, "get", "events", "-n", namespace,
+        "--field-selector=involvedObject.kind=Pod,involvedObject.name=lose-group-0"))["items"]
     assert any(e["reason"] == "GroupNotFound" for e in events)
 
 
