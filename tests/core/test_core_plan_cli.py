@@ -91,6 +91,7 @@ spec:
             "PodGroup default/g: spec.minMember: missing",
         ),
         ("- just\n- a list\n", "document 1 is not an object"),
+        ("kind: List\nitems: {kind: Node}\n", "List ?: items: expected a list"),
     ],
 )
 def test_malformed_input_exits_2_with_a_clear_message(

@@ -39,6 +39,8 @@ def snapshot_from_objects(objects: Iterable[Mapping[str, Any]], strict: bool = F
             if not isinstance(kind, str) or not kind:
                 raise InvalidObject("object", _name_of(obj), "kind", "missing")
             if parser is None:
+                if kind.endswith("List"):  # flatten() unpacks lists whose items are a list
+                    raise InvalidObject(kind, _name_of(obj), "items", "expected a list")
                 continue
             parsed[kind].append(parser(obj))
         except InvalidObject as error:
