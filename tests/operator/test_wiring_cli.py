@@ -123,3 +123,17 @@ def test_help_documents_the_precedence() -> None:
     precedence = done.stdout[done.stdout.index("highest precedence first"):]
     order = [precedence.index(word) for word in ("flags", "PHALANX_", "file", "defaults")]
     assert order == sorted(order)
+
+
+@pytest.mark.parametrize("content", [None, "", "apiVersion: v1\nkind: Config\n", "{not yaml"])
+def test_an_unusable_kubeconfig_exits_2_naming_it_without_a_traceback(
+    tmp_path: Path, content: str | None
+) -> None:
+    path = tmp_path / "kubeconfig"
+    if content is not None:
+        path.write_text(content)
+    done = operator_cli("--metrics-host", "127.0.0.1", "--metrics-port", "0",
+                        "--kubeconfig", str(path))
+    assert done.returncode == 2
+    assert "kubeconfig" in done.stderr and str(path) in done.stderr
+    assert "Traceback" not in done.stderr

@@ -3,7 +3,7 @@
 Settings come from `phalanx.config` (see its docs); precedence, highest first: command-line
 flags, `PHALANX_*` environment variables, the settings file (`--config` or
 `$PHALANX_CONFIG`), defaults. Exit status: 0 stopped, 1 deposed as leader (restart as a
-follower), 2 invalid settings or the metrics port cannot be bound.
+follower), 2 invalid settings, an unusable kubeconfig or the metrics port cannot be bound.
 """
 
 from __future__ import annotations
@@ -148,6 +148,10 @@ class PortInUse(RuntimeError):
     """The metrics server cannot listen where the settings say."""
 
 
+class NoClusterConfig(RuntimeError):
+    """The kubeconfig (or in-cluster account) cannot be read."""
+
+
 def default_identity() -> str:
     """The pod name in a cluster (hostname); the pid tells replicas on one machine apart."""
     return f"{socket.gethostname()}-{os.getpid()}"
@@ -179,14 +183,20 @@ async def serve(settings: Settings, kubeconfig: str | None) -> int:
 
 
 async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, health: Any) -> int:
+    import yaml
     from kubernetes_asyncio import client as k8s
+    from kubernetes_asyncio.config import ConfigException
 
     from phalanx.leader import LeaderElector, run_replica
     from phalanx.operator.client import KubeApi, load_configuration
     from phalanx.operator.main import Operator
     from phalanx.operator.settings import OperatorConfig
 
-    configuration = await load_configuration(kubeconfig)
+    try:
+        configuration = await load_configuration(kubeconfig)
+    except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as err:
+        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        raise NoClusterConfig(f"cannot use kubeconfig {where}: {err}") from None
     config = OperatorConfig.from_settings(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -251,6 +261,6 @@ def run(args: argparse.Namespace) -> int:
     quiet_libraries(settings.log_level)
     try:
         return asyncio.run(serve(settings, args.kubeconfig))
-    except PortInUse as err:
+    except (PortInUse, NoClusterConfig) as err:
         print(f"phalanx operator: {err}", file=sys.stderr)
         return EXIT_INVALID
