@@ -124,6 +124,7 @@ class Bindings:
     def __init__(self, source: Any) -> None:
         self.source = source
         self.bound: dict[str, tuple[str, float]] = {}
+        self.relisted = 0  # pods first seen in a re-list after the watch broke
         self.ready = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -137,6 +138,8 @@ class Bindings:
                 continue
             if item == ("ready",):
                 self.ready.set()
+            elif item[0] == "relisted":
+                self.relisted += item[1]
             else:
                 name, node, moment = item
                 self.bound[name] = (node, moment)
@@ -232,8 +235,9 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gang
         stop_progress.set()
         sampler.stop()
         bound = dict(bindings.bound)
+        relisted = bindings.relisted
         pods_listing = json.loads(endpoint.get_text(
-            f"/api/v1/namespaces/{workload.namespace}/pods"))
+            f"/api/v1/namespaces/{workload.namespace}/pods", timeout=300.0))
     finally:
         bindings.stop()
         watcher.terminate()
@@ -241,8 +245,10 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gang
     if timed_out:
         log(f"{tag} TIMED OUT: {len(bound)} of {pods_total} pods bound after "
             f"{workload.timeout_seconds:.0f}s")
-    return _figures(scheduler, account, gangs, submission, bound, pods_listing, before, at_last,
-                    after, before_readings, end_readings, sampler, timed_out, cluster)
+    figures = _figures(scheduler, account, gangs, submission, bound, pods_listing, before,
+                       at_last, after, before_readings, end_readings, sampler, timed_out, cluster)
+    figures["pods_first_seen_by_relist"] = relisted  # bind time = re-list time (late)
+    return figures
 
 
 def _objects_for(scheduler: str, workload: Workload) -> Callable[[Gang], list[dict[str, Any]]]:

@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import ssl
+import sys
 import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -106,8 +107,8 @@ class Endpoint:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
 
-    def get_text(self, path: str) -> str:
-        connection = self.connection()
+    def get_text(self, path: str, timeout: float = 60.0) -> str:
+        connection = self.connection(timeout)
         try:
             connection.request("GET", path, headers=self.headers())
             response = connection.getresponse()
@@ -131,37 +132,56 @@ def watch_bindings(endpoint: Endpoint, namespace: str, out: Queue[Any]) -> None:
     """Put ("ready",) once watching, then (pod name, node, arrival time) per newly bound pod.
 
     Runs in its own process (so timestamps are not delayed by the submitter). Watches
-    pods whose nodeName is set: a pod enters the watch (ADDED) when it is bound. If the
-    watch breaks it re-lists; pods first seen in a re-list get the re-list's time.
+    pods whose nodeName is set: a pod enters the watch (ADDED) when it is bound. Whenever
+    the watch breaks (closed, expired, any error) it lists again and resumes; pods first
+    seen in such a re-list get the re-list's time and are reported as ("relisted", count).
     """
     seen: set[str] = set()
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    selector = urllib.parse.quote(BOUND)
-    ready = False
+    watching: list[bool] = []  # non-empty once ("ready",) was put
     while True:
-        listing = json.loads(endpoint.get_text(f"{path}?fieldSelector={selector}"))
-        now = time.time()
-        for item in listing["items"]:
-            _record(item, now, seen, out)
-        version = listing["metadata"]["resourceVersion"]
-        query = (f"?watch=1&fieldSelector={selector}&resourceVersion={version}"
-                 "&allowWatchBookmarks=true&timeoutSeconds=3600")
-        connection = endpoint.connection(timeout=None)
         try:
-            connection.request("GET", path + query, headers=endpoint.headers())
-            response = connection.getresponse()
-            if not ready:
-                out.put(("ready",))
-                ready = True
-            for event in _lines(response):
-                if event.get("type") in ("ADDED", "MODIFIED"):
-                    _record(event["object"], time.time(), seen, out)
-                elif event.get("type") == "ERROR":
-                    break  # e.g. 410 Gone: re-list
-        except OSError:
-            time.sleep(0.2)
-        finally:
-            connection.close()
+            version, found = _list_bound(endpoint, namespace, seen, out)
+            if watching and found:
+                out.put(("relisted", found))
+            _watch_bound(endpoint, namespace, version, seen, out, watching)
+        except Exception as error:  # keep watching whatever happened
+            print(f"binding watcher: {error!r}; listing again", file=sys.stderr, flush=True)
+            time.sleep(0.5)
+
+
+def _list_bound(endpoint: Endpoint, namespace: str, seen: set[str],
+                out: Queue[Any]) -> tuple[str, int]:
+    selector = urllib.parse.quote(BOUND)
+    text = endpoint.get_text(f"/api/v1/namespaces/{namespace}/pods?fieldSelector={selector}",
+                             timeout=300.0)
+    listing = json.loads(text)
+    now, before = time.time(), len(seen)
+    for item in listing["items"]:
+        _record(item, now, seen, out)
+    return str(listing["metadata"]["resourceVersion"]), len(seen) - before
+
+
+def _watch_bound(endpoint: Endpoint, namespace: str, version: str, seen: set[str],
+                 out: Queue[Any], watching: list[bool]) -> None:
+    query = (f"?watch=1&fieldSelector={urllib.parse.quote(BOUND)}&resourceVersion={version}"
+             "&allowWatchBookmarks=true&timeoutSeconds=3600")
+    connection = endpoint.connection(timeout=None)
+    try:
+        connection.request("GET", f"/api/v1/namespaces/{namespace}/pods{query}",
+                           headers=endpoint.headers())
+        response = connection.getresponse()
+        if response.status != 200:
+            raise RuntimeError(f"watch: {response.status} {response.read()[:200]!r}")
+        if not watching:
+            out.put(("ready",))
+            watching.append(True)
+        for event in _lines(response):
+            if event.get("type") in ("ADDED", "MODIFIED"):
+                _record(event["object"], time.time(), seen, out)
+            elif event.get("type") == "ERROR":
+                raise RuntimeError(f"watch error event: {event.get('object')}")
+    finally:
+        connection.close()
 
 
 def _lines(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
