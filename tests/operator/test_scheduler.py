@@ -152,6 +152,11 @@ async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
     clock[0] = 105.0  # inside the backoff: the group is not tried, nothing is written
     await scheduler.cycle()
     assert [p for m, p, b in api.calls if "podgroups" in p] == []
+    for later in (111.0, 132.0, 173.0):  # each backoff step retries: still one Timeout Event
+        clock[0] = later
+        await scheduler.cycle()
+    assert scheduler.backoff["ns/g"].delay > 10
+    assert [b["reason"] for m, p, b in api.calls if p.endswith("/events")].count("Timeout") == 0
 
 
 async def test_a_restarted_operator_does_not_repeat_events_the_status_already_shows():

@@ -362,11 +362,12 @@ class Scheduler:
             await self.events.post(Event(group, "Warning", unschedulable["reason"], message,
                                          topic="scheduling"), now)
         if timed_out:
-            delay = self.backoff[object_key(group)].delay
+            # One Event per timeout, not one per backoff step: the message has no delay in it.
             await self.events.post(Event(
                 group, "Warning", Reason.TIMEOUT,
                 f"not placed within {group['spec'].get('scheduleTimeoutSeconds')}s; still queued, "
-                f"next attempt in {delay:g}s", topic="timeout"), now)
+                f"retried with backoff ({self.config.backoff_initial_seconds:g}s doubling to "
+                f"{self.config.backoff_max_seconds:g}s)", topic="timeout"), now)
 
     async def _missing_groups(
         self, result: CycleResult, members: Mapping[str, Sequence[Body]], now: float
