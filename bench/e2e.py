@@ -119,12 +119,11 @@ class Sampler:
 
 
 class Bindings:
-    """Drains the watcher's queue in a thread: pod name -> (node, arrival time)."""
+    """Drains the watcher's queue in a thread: pod name -> ("watch" | "list", time seen)."""
 
     def __init__(self, source: Any) -> None:
         self.source = source
         self.bound: dict[str, tuple[str, float]] = {}
-        self.relisted = 0  # pods first seen in a re-list after the watch broke
         self.ready = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -138,11 +137,9 @@ class Bindings:
                 continue
             if item == ("ready",):
                 self.ready.set()
-            elif item[0] == "relisted":
-                self.relisted += item[1]
             else:
-                name, node, moment = item
-                self.bound[name] = (node, moment)
+                name, source, moment = item
+                self.bound[name] = (source, moment)
 
     def stop(self) -> None:
         self._stop.set()
@@ -235,7 +232,6 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gang
         stop_progress.set()
         sampler.stop()
         bound = dict(bindings.bound)
-        relisted = bindings.relisted
         pods_listing = json.loads(endpoint.get_text(
             f"/api/v1/namespaces/{workload.namespace}/pods", timeout=300.0))
     finally:
@@ -247,7 +243,6 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gang
             f"{workload.timeout_seconds:.0f}s")
     figures = _figures(scheduler, account, gangs, submission, bound, pods_listing, before,
                        at_last, after, before_readings, end_readings, sampler, timed_out, cluster)
-    figures["pods_first_seen_by_relist"] = relisted  # bind time = re-list time (late)
     return figures
 
 
@@ -279,7 +274,7 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
              before: dict[str, Any], at_last: dict[str, Any], after: dict[str, Any],
              start: dict[str, ProcessReading], end: dict[str, ProcessReading],
              sampler: Sampler, timed_out: bool, cluster: LocalCluster) -> dict[str, Any]:
-    bound_at = {name: moment for name, (_, moment) in bound.items()}
+    bound_at, late = bind_times(bound, listing)
     members = {g.name: g.pod_names() for g in gangs}
     sizes = {g.name: g.pods for g in gangs}
     first_sent = {name: s.first_sent for name, s in submission.gangs.items()}
@@ -301,6 +296,8 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
     }
     return {
         "timed_out": timed_out,
+        "bind_time_sources": {"watch_event": len(bound) - len(late), "relist": len(late),
+                              "relist_replaced_by_pod_scheduled_condition": sum(late.values())},
         "submission": {"seconds": round(submission.finished - submission.started, 3),
                        "requests": submission.requests, "retries": submission.retries,
                        "started_epoch": submission.started},
@@ -335,6 +332,34 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
         "processes": processes,
         "locality": report.locality(members, node_of, rack_of),
     }
+
+
+def bind_times(bound: dict[str, tuple[str, float]], listing: dict[str, Any]
+               ) -> tuple[dict[str, float], dict[str, bool]]:
+    """Bind time per pod: the watch event's arrival; for a pod first seen in a re-list (the
+    watch had broken) the earlier of the re-list time and the middle of the second of its
+    PodScheduled condition's lastTransitionTime (1 s resolution).
+
+    Returns the times and, for re-listed pods, whether the condition's time was used."""
+    scheduled = {item["metadata"]["name"]: _scheduled_time(item) for item in listing["items"]}
+    times, late = {}, {}
+    for name, (source, moment) in bound.items():
+        times[name] = moment
+        if source == "list":
+            condition = scheduled.get(name)
+            late[name] = condition is not None and condition + 0.5 < moment
+            if late[name] and condition is not None:
+                times[name] = condition + 0.5
+    return times, late
+
+
+def _scheduled_time(pod: dict[str, Any]) -> float | None:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            stamp = str(condition.get("lastTransitionTime") or "")
+            if stamp:
+                return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return None
 
 
 def report_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

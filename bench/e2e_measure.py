@@ -104,13 +104,13 @@ class Endpoint:
         return http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port, timeout=timeout,
                                            context=context)
 
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+    def headers(self, accept: str = "application/json") -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", "Accept": accept}
 
-    def get_text(self, path: str, timeout: float = 60.0) -> str:
+    def get_text(self, path: str, timeout: float = 60.0, accept: str = "application/json") -> str:
         connection = self.connection(timeout)
         try:
-            connection.request("GET", path, headers=self.headers())
+            connection.request("GET", path, headers=self.headers(accept))
             response = connection.getresponse()
             body = response.read().decode()
             if response.status != 200:
@@ -126,23 +126,25 @@ class Endpoint:
 # -- the binding watcher ----------------------------------------------------------------------
 
 BOUND = "spec.nodeName!="
+# Metadata only: small events, so the watcher keeps up with bursts of bindings (a watcher
+# that falls behind is closed by kube-apiserver). Every object the selector lets through
+# is bound.
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
 def watch_bindings(endpoint: Endpoint, namespace: str, out: Queue[Any]) -> None:
-    """Put ("ready",) once watching, then (pod name, node, arrival time) per newly bound pod.
+    """Put ("ready",) once watching, then (pod name, "watch" | "list", time) per bound pod.
 
     Runs in its own process (so timestamps are not delayed by the submitter). Watches
     pods whose nodeName is set: a pod enters the watch (ADDED) when it is bound. Whenever
     the watch breaks (closed, expired, any error) it lists again and resumes; pods first
-    seen in such a re-list get the re-list's time and are reported as ("relisted", count).
+    seen in such a re-list are reported with source "list" and the re-list's time.
     """
     seen: set[str] = set()
     watching: list[bool] = []  # non-empty once ("ready",) was put
     while True:
         try:
-            version, found = _list_bound(endpoint, namespace, seen, out)
-            if watching and found:
-                out.put(("relisted", found))
+            version = _list_bound(endpoint, namespace, seen, out)
             _watch_bound(endpoint, namespace, version, seen, out, watching)
         except Exception as error:  # keep watching whatever happened
             print(f"binding watcher: {error!r}; listing again", file=sys.stderr, flush=True)
@@ -150,15 +152,16 @@ def watch_bindings(endpoint: Endpoint, namespace: str, out: Queue[Any]) -> None:
 
 
 def _list_bound(endpoint: Endpoint, namespace: str, seen: set[str],
-                out: Queue[Any]) -> tuple[str, int]:
+                out: Queue[Any]) -> str:
     selector = urllib.parse.quote(BOUND)
     text = endpoint.get_text(f"/api/v1/namespaces/{namespace}/pods?fieldSelector={selector}",
-                             timeout=300.0)
+                             timeout=300.0, accept=METADATA_ONLY.replace("as=PartialObjectMetadata",
+                                                                         "as=PartialObjectMetadataList"))
     listing = json.loads(text)
-    now, before = time.time(), len(seen)
-    for item in listing["items"]:
-        _record(item, now, seen, out)
-    return str(listing["metadata"]["resourceVersion"]), len(seen) - before
+    now = time.time()
+    for item in listing.get("items") or []:  # null when empty (PartialObjectMetadataList)
+        _record(item, now, seen, out, "list")
+    return str(listing["metadata"]["resourceVersion"])
 
 
 def _watch_bound(endpoint: Endpoint, namespace: str, version: str, seen: set[str],
@@ -168,7 +171,7 @@ def _watch_bound(endpoint: Endpoint, namespace: str, version: str, seen: set[str
     connection = endpoint.connection(timeout=None)
     try:
         connection.request("GET", f"/api/v1/namespaces/{namespace}/pods{query}",
-                           headers=endpoint.headers())
+                           headers=endpoint.headers(METADATA_ONLY))
         response = connection.getresponse()
         if response.status != 200:
             raise RuntimeError(f"watch: {response.status} {response.read()[:200]!r}")
@@ -177,7 +180,7 @@ def _watch_bound(endpoint: Endpoint, namespace: str, version: str, seen: set[str
             watching.append(True)
         for event in _lines(response):
             if event.get("type") in ("ADDED", "MODIFIED"):
-                _record(event["object"], time.time(), seen, out)
+                _record(event["object"], time.time(), seen, out, "watch")
             elif event.get("type") == "ERROR":
                 raise RuntimeError(f"watch error event: {event.get('object')}")
     finally:
@@ -193,9 +196,10 @@ def _lines(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
-def _record(pod: Mapping[str, Any], now: float, seen: set[str], out: Queue[Any]) -> None:
+def _record(pod: Mapping[str, Any], now: float, seen: set[str], out: Queue[Any],
+            source: str) -> None:
+    """A pod the bound-pods selector let through, first seen by a watch event or a list."""
     name = pod["metadata"]["name"]
-    node = pod.get("spec", {}).get("nodeName")
-    if node and name not in seen:
+    if name not in seen:
         seen.add(name)
-        out.put((name, node, now))
+        out.put((name, source, now))

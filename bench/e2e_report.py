@@ -188,6 +188,9 @@ def readme_section(results: Mapping[str, Any]) -> str:
         ("pods bound / pods submitted", lambda r: f"{r['throughput']['pods_bound']:,} / "
                                                   f"{r['pods']:,}"),
         ("submission (s)", lambda r: _fmt(r["submission"]["seconds"])),
+        ("bind times from watch events / from re-lists (watch broke)",
+         lambda r: f"{r['bind_time_sources']['watch_event']:,} / "
+                   f"{r['bind_time_sources']['relist']:,}"),
         ("first / last binding after submission start (s)",
          lambda r: f"{_fmt(r['throughput'].get('first_bound_s'))} / "
                    f"{_fmt(r['throughput'].get('last_bound_s'))}"),

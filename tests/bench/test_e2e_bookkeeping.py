@@ -109,3 +109,17 @@ def test_process_reading_of_this_process() -> None:
     assert reading.cpu_seconds > 0
     assert reading.peak_rss_mib >= reading.rss_mib > 0
     assert read_process(2**22 + 12345) is None
+
+
+def test_a_pod_seen_only_by_a_relist_takes_its_scheduled_condition_time() -> None:
+    from bench.e2e import bind_times
+
+    def pod(name: str, stamp: str) -> dict[str, object]:
+        condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}
+        return {"metadata": {"name": name}, "status": {"conditions": [condition]}}
+
+    listing = {"items": [pod("a", "2026-01-01T00:00:10Z"), pod("b", "2026-01-01T00:00:10Z")]}
+    ten = 1767225610.0  # 2026-01-01T00:00:10Z
+    times, late = bind_times({"a": ("watch", ten + 0.2), "b": ("list", ten + 7.0)}, listing)
+    assert times == {"a": ten + 0.2, "b": ten + 0.5}
+    assert late == {"b": True}
