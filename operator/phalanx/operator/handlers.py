@@ -30,7 +30,8 @@ RESOURCES: dict[Kind, tuple[str, ...]] = {
 }
 
 
-def index_body(body: kopf.Body, **_: Any) -> dict[Hashable, Any]:
+async def index_body(body: kopf.Body, **_: Any) -> dict[Hashable, Any]:
+    """Async on purpose: Kopf runs sync handlers in a thread pool, one hop per watch event."""
     return {object_key(body): slim(body)}
 
 

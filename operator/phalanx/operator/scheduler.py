@@ -12,7 +12,7 @@ import dataclasses
 import datetime
 import http
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -284,6 +284,7 @@ class Scheduler:
         now: float,
     ) -> list[tuple[str, str]]:
         phases: list[tuple[str, str]] = []
+        writes: list[Awaitable[None]] = []
         for key, group in groups.items():
             queue = queue_of(group)
             if key in hidden:
@@ -295,9 +296,34 @@ class Scheduler:
                 desired = podgroup_status(group, members.get(key, []), decision, now, timed_out)
                 phases.append((queue, desired["phase"]))
                 self._observe_running(key, group, desired["phase"], now)
-                await self._events_for(group, desired, decision, timed_out, now)
-                await self._write_status(key, group, "podgroups", desired)
+            writes.append(self._group_writes(key, queue, group, desired, decision, timed_out, now))
+        await self._bounded(writes)
         return phases
+
+    async def _group_writes(
+        self,
+        key: str,
+        queue: str,
+        group: Body,
+        desired: dict[str, Any],
+        decision: GroupDecision | None,
+        timed_out: bool,
+        now: float,
+    ) -> None:
+        with group_context(key, queue):
+            await self._events_for(group, desired, decision, timed_out, now)
+            await self._write_status(key, group, "podgroups", desired)
+
+    async def _bounded(self, jobs: Sequence[Awaitable[None]]) -> None:
+        """Status and Event writes of many groups go out together, a bounded number in
+        flight: one by one, 500 groups on a busy API server make a cycle last a minute."""
+        limit = asyncio.Semaphore(self.config.bind_concurrency)
+
+        async def run(job: Awaitable[None]) -> None:
+            async with limit:
+                await job
+
+        await asyncio.gather(*(run(job) for job in jobs))
 
     def _observe_running(self, key: str, group: Body, phase: str, now: float) -> None:
         """Time to running, once per group, when this operator sees it become Running."""
