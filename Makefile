@@ -45,7 +45,7 @@ test-unit: install
 test-e2e: install tools
 	$(PYTHON) -m pytest -m e2e -q
 
-test: install tools lint
+test: install tools lint bench-smoke
 	$(PYTHON) -m pytest -q
 
 bench-core: install
@@ -59,8 +59,9 @@ bench-e2e: install tools
 
 bench: bench-core bench-sim bench-e2e
 
-bench-smoke: install
+bench-smoke: install tools
 	$(PYTHON) -m bench.sim --smoke
+	$(PYTHON) -m bench.e2e --smoke
 
 clean: cluster-down
 	rm -rf .local/run .pytest_cache .mypy_cache .ruff_cache
