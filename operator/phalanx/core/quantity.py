@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _DECIMAL_SI: dict[str, int] = {
     "n": -9,
@@ -36,7 +37,12 @@ def parse_quantity(value: object) -> int:
     """Parse a quantity (string or YAML number) into integer milli-units."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"invalid quantity {value!r}: not a string or number")
-    text = _text_of(value)
+    return _parse_text(_text_of(value))
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> int:
+    """Cached: a cluster repeats the same few quantities ("8", "64Gi") across every pod."""
     match = _NUMBER.match(text)
     if match is None:
         raise QuantityError(f"invalid quantity {text!r}")

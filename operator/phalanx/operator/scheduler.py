@@ -40,7 +40,7 @@ from phalanx.operator.pods import (
     pod_key,
 )
 from phalanx.operator.settings import OperatorConfig
-from phalanx.operator.snapshot import take_snapshot
+from phalanx.operator.snapshot import ParseMemo, take_snapshot
 from phalanx.operator.status import differs, podgroup_status, queue_status
 from phalanx.operator.topology_status import allocated_by_queue, topology_status
 
@@ -116,6 +116,7 @@ class Scheduler:
         self.health = health or Health()
         self.running: set[str] = set()  # groups seen Running (time to running observed once)
         self._timings: dict[str, float] = {}
+        self.memo = ParseMemo()
 
     async def cycle(self) -> CycleResult:
         with cycle_context(self.counters.cycles + 1):
@@ -127,8 +128,9 @@ class Scheduler:
         self.assumed.expire(pods, now)
         await self._recover_plans(pods, now)
         hidden = {key for key, b in self.backoff.items() if b.until > now}
+        self.memo.rotate()
         snapshot = take_snapshot(
-            self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces
+            self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces, self.memo
         )
         result = run_cycle(snapshot, self.core_config, now)
         self._timings = {"decide": self.clock() - now}
@@ -142,7 +144,8 @@ class Scheduler:
         await self._missing_groups(result, members, now)
         if result.bindings:  # report capacity as it is after this cycle's placements
             snapshot = take_snapshot(
-                self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces
+                self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces,
+                self.memo,
             )
         usage = gpu_usage(snapshot)
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)

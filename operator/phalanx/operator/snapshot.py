@@ -6,9 +6,11 @@ plans what the writer would not write. Groups in timeout backoff are left out to
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
 
 from phalanx.core.parse import snapshot_from_objects
+from phalanx.core.parse.objects import PARSERS, Parser
 from phalanx.core.snapshot import Snapshot
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
@@ -61,12 +63,60 @@ def snapshot_objects(
     ]
 
 
+class ParseMemo:
+    """Parsed objects by identity and resourceVersion, kept from one cycle to the next.
+
+    Between two cycles a watch changes a handful of objects; parsing thousands of
+    unchanged pods again every cycle was the largest cost of taking a snapshot. The key
+    includes nodeName and the gates, which the assumed-pod overlay changes without a new
+    resourceVersion. Entries not used in a cycle are dropped at the next `rotate()`.
+    """
+
+    def __init__(self) -> None:
+        self._previous: dict[tuple[Any, ...], object] = {}
+        self._current: dict[tuple[Any, ...], object] = {}
+        self.parsers: dict[str, Parser] = {k: self._memo(k, f) for k, f in PARSERS.items()}
+
+    def rotate(self) -> None:
+        self._previous, self._current = self._current, {}
+
+    def _memo(self, kind: str, parse: Parser) -> Parser:
+        def parse_once(obj: Mapping[str, Any]) -> object:
+            key = _identity(kind, obj)
+            if key is None:
+                return parse(obj)
+            parsed = self._current.get(key)
+            if parsed is None:
+                parsed = self._previous.get(key)
+                if parsed is None:
+                    parsed = parse(obj)
+                self._current[key] = parsed
+            return parsed
+
+        return parse_once
+
+
+def _identity(kind: str, obj: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    meta = obj.get("metadata") or {}
+    version = meta.get("resourceVersion")
+    if not version:
+        return None  # hand-made objects (tests, files): no identity to trust
+    spec = obj.get("spec") or {}
+    gates = tuple(g.get("name") for g in spec.get("schedulingGates") or [] if isinstance(g, dict))
+    return (kind, meta.get("namespace"), meta.get("name"), meta.get("uid"), version,
+            spec.get("nodeName"), gates)
+
+
 def take_snapshot(
     cache: ClusterCache,
     assumed: AssumedPods,
     mode: Mode,
     hidden_groups: Collection[str] = (),
     namespaces: Collection[str] = (),
+    memo: ParseMemo | None = None,
 ) -> Snapshot:
     objects = snapshot_objects(cache, assumed, mode, hidden_groups, namespaces)
-    return snapshot_from_objects(objects, strict=False)
+    parsers: Mapping[str, Callable[[Mapping[str, Any]], object]] = (
+        memo.parsers if memo is not None else PARSERS
+    )
+    return snapshot_from_objects(objects, strict=False, parsers=parsers)

@@ -23,18 +23,25 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
 }
 
 
-def snapshot_from_objects(objects: Iterable[Mapping[str, Any]], strict: bool = False) -> Snapshot:
+Parser = Callable[[Mapping[str, Any]], object]
+
+
+def snapshot_from_objects(
+    objects: Iterable[Mapping[str, Any]],
+    strict: bool = False,
+    parsers: Mapping[str, Parser] = PARSERS,
+) -> Snapshot:
     """Parse every known kind (other kinds are ignored; `kind: List` is unpacked).
 
     With `strict` the first invalid object raises InvalidObject; otherwise invalid
     objects are skipped and listed in `Snapshot.invalid`, so one bad object never
-    stops a cycle.
+    stops a cycle. `parsers` lets a caller memoize the per-kind parsers.
     """
     parsed: dict[str, list[Any]] = {kind: [] for kind in PARSERS}
     invalid: list[InvalidObject] = []
     for obj in flatten(objects):
         kind = obj.get("kind")
-        parser = PARSERS.get(kind) if isinstance(kind, str) else None
+        parser = parsers.get(kind) if isinstance(kind, str) else None
         try:
             if not isinstance(kind, str) or not kind:
                 raise InvalidObject("object", _name_of(obj), "kind", "missing")
