@@ -57,7 +57,8 @@ class Operator:
         )
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
-        register(self.registry, self.stores, self._changed, self._startup, self._cleanup)
+        register(self.registry, self.stores, self._changed, self._startup, self._cleanup,
+                 on_indexed=self.loop.poke)
         kopf.on.login(registry=self.registry)(self._login)
 
     async def run(
