@@ -193,8 +193,11 @@ async def test_deleting_a_group_or_a_pod_while_waiting_binds_nothing(
     await eventually(lambda: _cycles_since(phalanx, before, 4))
     pods = await pods_in(cluster, namespace)
     assert bound(pods, "lose-pod") == [] and bound(pods, "lose-group") == []
-    lose_pod = await group_of(cluster, namespace, "lose-pod")
-    assert condition(lose_pod, "Unschedulable")["reason"] == "GangIncomplete"
+    # A gang short of pods is reported once it is past the operator's arrival grace.
+    assert await eventually(
+        lambda: _reason_is(cluster, namespace, "lose-pod", "GangIncomplete"))
+    pods = await pods_in(cluster, namespace)
+    assert bound(pods, "lose-pod") == [] and bound(pods, "lose-group") == []
     events = (await kubectl_json(  # the way `kubectl describe pod` finds them
         cluster, "get", "events", "-n", namespace,
         "--field-selector=involvedObject.kind=Pod,involvedObject.name=lose-group-0"))["items"]
@@ -343,6 +346,10 @@ async def _reason(cluster: LocalCluster, namespace: str, name: str) -> str | Non
     group = await group_of(cluster, namespace, name)
     cond = condition(group, "Unschedulable")
     return cond.get("reason") if cond.get("status") == "True" else None
+
+
+async def _reason_is(cluster: LocalCluster, namespace: str, name: str, reason: str) -> bool:
+    return await _reason(cluster, namespace, name) == reason
 
 
 async def _gone(cluster: LocalCluster, namespace: str, prefix: str) -> bool:

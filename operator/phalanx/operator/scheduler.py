@@ -79,6 +79,9 @@ def failure_label(reason: str) -> str:
         return code
 
 
+ARRIVAL_GRACE_SECONDS = 15.0
+
+
 def creation_time(body: Body) -> float | None:
     stamp = body.get("metadata", {}).get("creationTimestamp")
     if not stamp:
@@ -314,8 +317,22 @@ class Scheduler:
         now: float,
     ) -> None:
         with group_context(key, queue):
+            if self._still_arriving(group, decision, now):
+                if not (group.get("status") or {}).get("phase"):
+                    await self._write_status(key, group, "podgroups", desired)
+                return
             await self._events_for(group, desired, decision, timed_out, now)
             await self._write_status(key, group, "podgroups", desired)
+
+    def _still_arriving(self, group: Body, decision: GroupDecision | None, now: float) -> bool:
+        """A gang whose pods are still being created is not news: its first status is
+        written, but no Warning and no per-pod count updates until ARRIVAL_GRACE_SECONDS
+        after the group was created (a 500-gang submission otherwise costs 1,000 writes
+        per cycle, and users see alarms for jobs that are merely starting)."""
+        if decision is None or decision.reason != Reason.GANG_INCOMPLETE:
+            return False
+        created = creation_time(group)
+        return created is not None and now - created < ARRIVAL_GRACE_SECONDS
 
     async def _bounded(self, jobs: Sequence[Awaitable[None]]) -> None:
         """Status and Event writes of many groups go out together, a bounded number in
