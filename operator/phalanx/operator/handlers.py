@@ -1,12 +1,12 @@
 """Kopf registrations: indexes and event handlers only, which never write to what they watch.
 
-Every kind is indexed (`@kopf.index`): Kopf keeps one slimmed body per object, drops it
-on deletion, and holds back all other handlers until every index is listed. So the
-first event handler call means the cache is complete, and the loop may start.
-Pods and Nodes, by far the most frequent events, have no event handler: their index
-handler pokes the loop itself, which halves Kopf's handler work per pod event. The
-other kinds keep an event handler, and PriorityClasses always exist (the API server
-creates two), so "the first event handler call" still comes in every cluster.
+Every kind but Pods is indexed (`@kopf.index`): Kopf keeps one slimmed body per object,
+drops it on deletion, and holds back all other handlers until every index is listed. So
+the first event handler call means these indexes are complete. Pods, by far the most
+frequent events, bypass Kopf (pod_watch.py). Nodes have no event handler: their index
+handler pokes the loop itself. The other kinds keep an event handler, and
+PriorityClasses always exist (the API server creates two), so "the first event
+handler call" still comes in every cluster.
 No handler does scheduling work.
 """
 
@@ -26,7 +26,6 @@ log = structlog.get_logger("phalanx.operator")
 
 RESOURCES: dict[Kind, tuple[str, ...]] = {
     Kind.NODE: ("v1", "nodes"),
-    Kind.POD: ("v1", "pods"),
     Kind.POD_GROUP: (API_GROUP, "podgroups"),
     Kind.QUEUE: (API_GROUP, "queues"),
     Kind.NETWORK_TOPOLOGY: (API_GROUP, "networktopologies"),
@@ -39,7 +38,7 @@ async def index_body(body: kopf.Body, **_: Any) -> dict[Hashable, Any]:
     return {object_key(body): slim(body)}
 
 
-POKED_BY_INDEX = frozenset({Kind.POD, Kind.NODE})
+POKED_BY_INDEX = frozenset({Kind.NODE})
 
 
 def _poking_index(on_indexed: Any) -> Any:
@@ -58,14 +57,15 @@ def register(
     on_cleanup: Any,
     on_indexed: Any = None,
 ) -> None:
-    """Register handlers on `registry`; `stores` is filled with Kopf's index objects.
+    """Register handlers on `registry`; `stores` is filled with Kopf's index objects
+    (all kinds but Pods).
 
     `on_change` marks the cache complete and pokes the loop; `on_indexed` only pokes it
     (it is called while the indexes are still being listed).
     """
 
     async def startup(**kwargs: Any) -> None:
-        for kind in Kind:
+        for kind in RESOURCES:
             stores[kind] = kwargs[kind.value]
         await on_startup()
 

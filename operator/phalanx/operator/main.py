@@ -1,4 +1,4 @@
-"""Assembles the operator: Kopf watches -> cache -> loop -> scheduler -> writer."""
+"""Assembles the operator: Kopf watches + pod watch -> cache -> loop -> scheduler -> writer."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from phalanx.operator.cache import ClusterCache, Kind, Store
 from phalanx.operator.client import Api, KubeApi, connection_info, group_path
 from phalanx.operator.handlers import register
 from phalanx.operator.loop import SchedulingLoop
+from phalanx.operator.pod_watch import ApiPodSource, PodWatch
 from phalanx.operator.scheduler import Scheduler
 from phalanx.operator.settings import DEFAULT_QUEUE, OperatorConfig, kopf_settings
 
@@ -38,8 +39,8 @@ class Operator:
         self.config = config or OperatorConfig()
         self.metrics = metrics or Metrics()
         self.health = health or Health()
-        # One connection per binding in flight, plus some for status and events.
-        configuration.connection_pool_maxsize = self.config.bind_concurrency + 8
+        # One connection per binding in flight, plus some for status, events and the pod watch.
+        configuration.connection_pool_maxsize = self.config.bind_concurrency + 9
         self.configuration = configuration
         self.stores: dict[Kind, Store] = {}
         self.cache = ClusterCache(self.stores)
@@ -55,8 +56,12 @@ class Operator:
             max_delay=self.config.max_delay_seconds,
             period=self.config.period_seconds,
         )
+        self.pod_watch = PodWatch(ApiPodSource(self.api_client), self.loop.poke)
+        self.stores[Kind.POD] = self.pod_watch.store
+        self._kopf_ready = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
+        self._pod_task: asyncio.Task[None] | None = None
         register(self.registry, self.stores, self._changed, self._startup, self._cleanup,
                  on_indexed=self.loop.poke)
         kopf.on.login(registry=self.registry)(self._login)
@@ -78,20 +83,29 @@ class Operator:
         return await connection_info(self.configuration)
 
     def _changed(self) -> None:
-        self.loop.ready.set()
+        self._kopf_ready.set()
         self.loop.poke()
+
+    async def _run_loop(self) -> None:
+        """Cycles start once both Kopf's indexes and the pod watch's first LIST are in."""
+        await self._kopf_ready.wait()
+        await self.pod_watch.listed.wait()
+        self.loop.ready.set()
+        await self.loop.run()
 
     async def _startup(self) -> None:
         if self.config.create_default_queue:
             await ensure_default_queue(self.api)
-        self._task = asyncio.create_task(self.loop.run(), name="phalanx scheduling loop")
+        self._pod_task = asyncio.create_task(self.pod_watch.run(), name="phalanx pod watch")
+        self._task = asyncio.create_task(self._run_loop(), name="phalanx scheduling loop")
         log.info("operator started", mode=self.config.mode.value)
 
     async def _cleanup(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._pod_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.api_client.close()
         log.info("operator stopped", cycles=self.loop.cycles)
 

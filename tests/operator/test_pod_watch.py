@@ -1,0 +1,148 @@
+"""The pod watch keeps the pod store in step with the API server: events, expiry, drops."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+import aiohttp
+
+from phalanx.operator.cache import ClusterCache, Kind
+from phalanx.operator.pod_watch import PodWatch
+
+
+def pod(name: str, version: str, node: str = "") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "resourceVersion": version,
+            "managedFields": [{"manager": "kubectl"}],
+        },
+        "spec": {"nodeName": node} if node else {},
+    }
+
+
+def line(kind: str, obj: Mapping[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}).encode()
+
+
+def listing(version: str, *pods: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": version}, "items": list(pods)}
+
+
+class FakeSource:
+    """Replies LISTs in order; each watch replays its script (lines, or an exception)."""
+
+    def __init__(self, lists: list[dict[str, Any]], watches: list[list[bytes | Exception]]):
+        self.lists = lists
+        self.watches = watches
+        self.watched_from: list[str] = []
+        self.idle = asyncio.Event()
+
+    async def list(self) -> Mapping[str, Any]:
+        return self.lists.pop(0)
+
+    async def watch(self, resource_version: str) -> AsyncGenerator[bytes, None]:
+        self.watched_from.append(resource_version)
+        if not self.watches:
+            self.idle.set()
+            await asyncio.Event().wait()
+        for item in self.watches.pop(0):
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+
+class Pokes:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+
+
+def pods_in(watch: PodWatch) -> dict[str, Any]:
+    cache = ClusterCache({Kind.POD: watch.store})
+    return {p["metadata"]["name"]: p for p in cache.objects(Kind.POD)}
+
+
+async def run_until_idle(watch: PodWatch, source: FakeSource) -> None:
+    task = asyncio.create_task(watch.run())
+    await asyncio.wait_for(source.idle.wait(), timeout=5)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def test_events_add_change_and_delete_pods_and_poke_the_loop():
+    pokes = Pokes()
+    watch = PodWatch(FakeSource([], []), pokes)
+    watch.replace(listing("10", pod("a", "9")))
+    watch.apply(line("ADDED", pod("b", "11")))
+    watch.apply(line("MODIFIED", pod("a", "12", node="n1")))
+    watch.apply(line("DELETED", pod("b", "13")))
+    watch.apply(line("BOOKMARK", {"metadata": {"resourceVersion": "20"}}))
+    watch.apply(b"")
+
+    pods = pods_in(watch)
+    assert list(pods) == ["a"]
+    assert pods["a"]["spec"]["nodeName"] == "n1"
+    assert "managedFields" not in pods["a"]["metadata"]
+    assert pods["a"]["metadata"]["namespace"] == "ns"
+    assert watch.resource_version == "20"
+    assert pokes.count == 4  # the list and three changes; a bookmark changes nothing
+    assert watch.listed.is_set()
+
+
+def test_listed_pods_carry_their_kind():
+    watch = PodWatch(FakeSource([], []), Pokes())
+    watch.replace(listing("1", pod("a", "1")))
+    assert pods_in(watch)["a"]["kind"] == "Pod"
+
+
+async def test_an_expired_watch_lists_again_and_drops_pods_deleted_meanwhile():
+    source = FakeSource(
+        lists=[listing("10", pod("a", "9"), pod("b", "9")), listing("30", pod("a", "25"))],
+        watches=[
+            [line("ADDED", pod("c", "11")), line("ERROR", {"kind": "Status", "code": 410})],
+        ],
+    )
+    watch = PodWatch(source, Pokes(), initial_backoff=0)
+    await run_until_idle(watch, source)
+
+    assert source.watched_from == ["10", "30"]
+    assert sorted(pods_in(watch)) == ["a"]
+    assert watch.lists == 2
+
+
+async def test_a_dropped_connection_watches_again_from_the_last_version():
+    source = FakeSource(
+        lists=[listing("10")],
+        watches=[
+            [line("ADDED", pod("a", "11")), aiohttp.ClientConnectionError("reset")],
+            [line("BOOKMARK", {"metadata": {"resourceVersion": "15"}})],  # server timeout
+            [line("ADDED", pod("b", "16"))],
+        ],
+    )
+    watch = PodWatch(source, Pokes(), initial_backoff=0)
+    await run_until_idle(watch, source)
+
+    assert source.watched_from == ["10", "11", "15", "16"]
+    assert sorted(pods_in(watch)) == ["a", "b"]
+    assert watch.lists == 1
+
+
+async def test_other_watch_errors_list_again():
+    source = FakeSource(
+        lists=[listing("10", pod("a", "9")), listing("40")],
+        watches=[[line("ERROR", {"kind": "Status", "code": 500, "message": "etcd"})]],
+    )
+    watch = PodWatch(source, Pokes(), initial_backoff=0)
+    await run_until_idle(watch, source)
+
+    assert source.watched_from == ["10", "40"]
+    assert pods_in(watch) == {}
