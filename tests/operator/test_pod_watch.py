@@ -146,3 +146,19 @@ async def test_other_watch_errors_list_again():
 
     assert source.watched_from == ["10", "40"]
     assert pods_in(watch) == {}
+
+
+async def test_watches_that_end_with_nothing_are_retried_with_a_growing_wait(monkeypatch):
+    source = FakeSource(lists=[listing("10")], watches=[[], [], []])
+    sleeps: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recording_sleep(delay: float) -> None:
+        sleeps.append(delay)
+        await real_sleep(0)
+
+    watch = PodWatch(source, Pokes(), initial_backoff=0.5, max_backoff=10)
+    monkeypatch.setattr(asyncio, "sleep", recording_sleep)
+    await run_until_idle(watch, source)
+    assert source.watched_from == ["10", "10", "10", "10"]
+    assert sleeps[:3] == [0.5, 1.0, 2.0]

@@ -1,8 +1,9 @@
-"""In-memory indexes of the watched objects, as Kopf keeps them.
+"""In-memory indexes of the watched objects: one slimmed body per object.
 
-Kopf's `@kopf.index` handlers store one slimmed body per object and drop it when the
-object is deleted; Kopf holds back every other handler until all indexes are listed,
-so the first event handler call marks the cache complete (see handlers.py).
+Nodes and Phalanx's own kinds are Kopf indexes (`@kopf.index`: Kopf drops a body when
+its object is deleted and holds back every other handler until all indexes are listed,
+see handlers.py). Pods, by far the most numerous, come from a plain list+watch in the
+same shape (pod_watch.py). The cache is complete once both have listed.
 """
 
 from __future__ import annotations

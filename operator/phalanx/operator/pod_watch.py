@@ -69,11 +69,16 @@ class PodWatch:
             try:
                 if not self.resource_version:
                     self.replace(await self.source.list())
+                seen = 0
                 async with contextlib.aclosing(self.source.watch(self.resource_version)) as lines:
                     async for line in lines:
+                        seen += 1
                         self.apply(line)
-                delay = self._initial_backoff  # a watch that ran out: continue at once
-                continue
+                if seen:
+                    delay = self._initial_backoff  # a watch that ran out: continue at once
+                    continue
+                # A watch that ended with nothing at all: wait before the next, so a server
+                # that closes every watch at once is not asked again in a tight loop.
             except asyncio.CancelledError:
                 raise
             except Expired:
