@@ -60,3 +60,20 @@ def podgroup(name: str = "g", namespace: str = "ns", min_member: int = 2,
             "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
                          "generation": 1},
             "spec": {"minMember": min_member, **spec}, "status": status or {}}
+
+
+# A small two-rack cluster shared by the whole-cycle tests.
+TOPOLOGY = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "NetworkTopology",
+            "metadata": {"name": "default"}, "spec": {"levels": [
+                {"name": "rack", "nodeLabels": ["rack"]},
+                {"name": "host", "nodeLabels": ["kubernetes.io/hostname"]}]}}
+QUEUE = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
+         "metadata": {"name": "default"}, "spec": {}}
+
+
+def node(name: str, rack: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "rack": rack}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi",
+                                       "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}

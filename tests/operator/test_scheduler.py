@@ -5,26 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from operator_fakes import FakeApi, pod, podgroup
+from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup
 
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
 from phalanx.operator.settings import OperatorConfig
-
-TOPOLOGY = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "NetworkTopology",
-            "metadata": {"name": "default"}, "spec": {"levels": [
-                {"name": "rack", "nodeLabels": ["rack"]},
-                {"name": "host", "nodeLabels": ["kubernetes.io/hostname"]}]}}
-QUEUE = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
-         "metadata": {"name": "default"}, "spec": {}}
-
-
-def node(name: str, rack: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "rack": rack}},
-            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi",
-                                       "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
 def gpu_pod(name: str, **kw: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client as k8s
-from operator_fakes import FakeApi, pod, podgroup
+from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup
 from prometheus_client import CollectorRegistry
 from test_scheduler import echo_writes
 
@@ -23,22 +23,8 @@ from phalanx.operator.settings import OperatorConfig
 
 NOW = 1_000_000.0
 CREATED = "1970-01-12T13:46:00Z"  # NOW - 40 s
-TOPOLOGY = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "NetworkTopology",
-            "metadata": {"name": "default"}, "spec": {"levels": [
-                {"name": "rack", "nodeLabels": ["rack"]},
-                {"name": "host", "nodeLabels": ["kubernetes.io/hostname"]}]}}
-QUEUE = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
-         "metadata": {"name": "default"}, "spec": {}}
 TEAM = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
         "metadata": {"name": "team"}, "spec": {}}
-
-
-def node(name: str, rack: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "rack": rack}},
-            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi",
-                                       "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
 def gpu_pod(name: str, gpus: int, **kw: Any) -> dict[str, Any]:
