@@ -240,26 +240,34 @@ def plot(
         plt.close(fig)
         files.append(path)
 
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    for r in kept:
-        s = r["series"]
-        ax.step(
-            [t / hours for t in s["time"]],
-            [a * 100 for a in s["allocation"]],
-            where="post",
-            label=r["policy"],
-            color=COLORS[r["policy"]],
-            lw=1.3,
-        )
-    ax.set(
-        xlabel="virtual time (h)",
-        ylabel="GPUs allocated (%)",
+    def over_time(
+        name: str, values: Any, ylabel: str, title: str, legend: str, **axes: Any
+    ) -> None:
+        """One step line per policy against virtual time."""
+        fig, ax = plt.subplots(figsize=(8, 4.2))
+        for r in kept:
+            series = r["series"]
+            ax.step(
+                [t / hours for t in series["time"]],
+                values(series),
+                where="post",
+                label=r["policy"],
+                color=COLORS[r["policy"]],
+                lw=1.3,
+            )
+        ax.set(xlabel="virtual time (h)", ylabel=ylabel, title=f"{title}\n{subtitle}", **axes)
+        ax.legend(loc=legend)
+        ax.grid(alpha=0.3)
+        save(fig, name)
+
+    over_time(
+        "allocation",
+        lambda series: [a * 100 for a in series["allocation"]],
+        "GPUs allocated (%)",
+        "GPU allocation over time",
+        "lower right",
         ylim=(0, 102),
-        title=f"GPU allocation over time\n{subtitle}",
     )
-    ax.legend(loc="lower right")
-    ax.grid(alpha=0.3)
-    save(fig, "allocation")
 
     if any(r["jct_cdf_seconds"] for r in kept):
         fig, ax = plt.subplots(figsize=(8, 4.2))
@@ -317,25 +325,13 @@ def plot(
         ax.grid(alpha=0.3, axis="y")
         save(fig, "locality")
 
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    for r in kept:
-        s = r["series"]
-        ax.step(
-            [t / hours for t in s["time"]],
-            s["fully_free_nodes"],
-            where="post",
-            label=r["policy"],
-            color=COLORS[r["policy"]],
-            lw=1.3,
-        )
-    ax.set(
-        xlabel="virtual time (h)",
-        ylabel="nodes with every GPU free",
-        title=f"Fully free nodes over time (fragmentation)\n{subtitle}",
+    over_time(
+        "free-nodes",
+        lambda series: series["fully_free_nodes"],
+        "nodes with every GPU free",
+        "Fully free nodes over time (fragmentation)",
+        "upper right",
     )
-    ax.legend(loc="upper right")
-    ax.grid(alpha=0.3)
-    save(fig, "free-nodes")
     return files
 
 
