@@ -77,3 +77,10 @@ def node(name: str, rack: str) -> dict[str, Any]:
             "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi",
                                        "pods": "110"},
                        "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+async def settled_cycle(scheduler: Any) -> Any:
+    """One operator cycle and the writes it started (they run in the background)."""
+    result = await scheduler.cycle()
+    await scheduler.settle()
+    return result

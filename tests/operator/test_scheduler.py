@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup
+from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
@@ -47,7 +47,7 @@ async def test_an_idle_cluster_causes_no_writes():
     api = FakeApi()
     scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
                           clock=lambda: 1000.0)
-    await scheduler.cycle()
+    await settled_cycle(scheduler)
     assert len(api.paths("POST")) >= 2  # the two bindings (and events)
     for _ in range(3):  # the watch shows our writes; pods start running
         echo_writes(api, objects)
@@ -55,7 +55,7 @@ async def test_an_idle_cluster_causes_no_writes():
             if body["kind"] == "Pod":
                 body["status"]["phase"] = "Running"
         api.calls.clear()
-        await scheduler.cycle()
+        await settled_cycle(scheduler)
     assert api.calls == []
 
 
@@ -66,7 +66,7 @@ async def test_a_leftover_plan_is_finished_on_its_nodes_first():
     objects = cluster(group, gpu_pod("a", node="n2"), gpu_pod("b"), podgroup("other", min_member=1),
                       gpu_pod("c", group="other"))
     api = FakeApi()
-    await Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()).cycle()
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
     bindings = {(b["metadata"]["name"], b["target"]["name"])
                 for m, p, b in api.calls if p.endswith("/binding")}
     assert ("b", "n3") in bindings
@@ -79,7 +79,7 @@ async def test_a_plan_with_nothing_bound_is_dropped_and_replanned():
         {"id": "old", "pods": {"ns/a": "gone-node", "ns/b": "n3"}})}
     objects = cluster(group, gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
-    await Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()).cycle()
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
     targets = {b["target"]["name"] for m, p, b in api.calls if p.endswith("/binding")}
     assert len(targets) == 2 and "gone-node" not in targets
 
@@ -95,10 +95,10 @@ async def run_partial(controller: bool) -> FakeApi:
     clock = [0.0]
     scheduler = Scheduler(ClusterCache.from_objects(objects), api,
                           OperatorConfig(partial_grace_seconds=10), clock=lambda: clock[0])
-    await scheduler.cycle()
+    await settled_cycle(scheduler)
     assert api.paths("DELETE") == []
     clock[0] = 11.0
-    await scheduler.cycle()
+    await settled_cycle(scheduler)
     return api
 
 
@@ -125,7 +125,7 @@ async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
     clock = [100.0]
     scheduler = Scheduler(ClusterCache.from_objects(objects), api,
                           OperatorConfig(backoff_initial_seconds=10), clock=lambda: clock[0])
-    await scheduler.cycle()
+    await settled_cycle(scheduler)
     status = next(b["status"] for m, p, b in api.calls if p.endswith("podgroups/g/status"))
     unschedulable = next(c for c in status["conditions"] if c["type"] == "Unschedulable")
     assert unschedulable["reason"] == "Timeout"
@@ -135,11 +135,11 @@ async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
     echo_writes(api, objects)
     api.calls.clear()
     clock[0] = 105.0  # inside the backoff: the group is not tried, nothing is written
-    await scheduler.cycle()
+    await settled_cycle(scheduler)
     assert [p for m, p, b in api.calls if "podgroups" in p] == []
     for later in (111.0, 132.0, 173.0):  # each backoff step retries: still one Timeout Event
         clock[0] = later
-        await scheduler.cycle()
+        await settled_cycle(scheduler)
     assert scheduler.backoff["ns/g"].delay > 10
     assert [b["reason"] for m, p, b in api.calls if p.endswith("/events")].count("Timeout") == 0
 
@@ -154,17 +154,17 @@ async def test_a_restarted_operator_does_not_repeat_events_the_status_already_sh
     api = FakeApi()
     first = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
                       clock=lambda: 1000.0)
-    await first.cycle()
+    await settled_cycle(first)
     assert any(path.endswith("/events") for path in api.paths("POST"))
     echo_writes(api, objects)
     for body in objects:
         if body["kind"] == "Pod" and body["spec"].get("nodeName"):
             body["status"]["phase"] = "Running"
     api.calls.clear()
-    await first.cycle()  # Running now: the status changes, nothing new to announce
+    await settled_cycle(first)  # Running now: the status changes, nothing new to announce
     echo_writes(api, objects)
     api.calls.clear()
     restarted = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
                           clock=lambda: 2000.0)
-    await restarted.cycle()
+    await settled_cycle(restarted)
     assert [p for p in api.paths("POST") if p.endswith("/events")] == []

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client as k8s
-from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup
+from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 from prometheus_client import CollectorRegistry
 from test_scheduler import echo_writes
 
@@ -75,7 +75,7 @@ async def test_a_cycle_reports_bindings_gpus_phases_and_time_to_running(
     cluster = objects()
     scheduler = Scheduler(ClusterCache.from_objects(cluster), api, OperatorConfig(),
                           clock=lambda: NOW, metrics=metrics)
-    result = await scheduler.cycle()
+    result = await settled_cycle(scheduler)
 
     placed = {b.group for b in result.bindings}
     assert placed == {"ns/a", "ns/half"}  # big needs 3 whole nodes; 1.5 are left
@@ -94,14 +94,14 @@ async def test_a_cycle_reports_bindings_gpus_phases_and_time_to_running(
     for body in cluster:
         if body["kind"] == "Pod" and body["spec"].get("nodeName"):
             body["status"]["phase"] = "Running"
-    await scheduler.cycle()
+    await settled_cycle(scheduler)
     assert sample(metrics, "phalanx_podgroups", phase="Running", queue="default") == 1
     assert sample(metrics, "phalanx_podgroups", phase="Inqueue", queue="default") is None
     assert sample(metrics, "phalanx_gang_time_to_running_seconds_count", size="2") == 1
     assert sample(metrics, "phalanx_gang_time_to_running_seconds_sum", size="2") == 40
 
     echo_writes(api, cluster)
-    await scheduler.cycle()  # still Running: time to running is observed once per gang
+    await settled_cycle(scheduler)  # still Running: time to running is observed once per gang
     assert sample(metrics, "phalanx_gang_time_to_running_seconds_count", size="2") == 1
     assert sample(metrics, "phalanx_cycle_duration_seconds_count") == 3
     assert sample(metrics, "phalanx_bindings_total") == 3
@@ -119,7 +119,7 @@ async def test_refused_bindings_are_counted_by_reason() -> None:
     api.fail(lambda method, path: path.endswith("/a-1/binding"), status=409)
     scheduler = Scheduler(ClusterCache.from_objects(objects()), api, OperatorConfig(),
                           clock=lambda: NOW, metrics=metrics)
-    await scheduler.cycle()
+    await settled_cycle(scheduler)
     assert sample(metrics, "phalanx_binding_failures_total", reason="Conflict") == 1
     assert sample(metrics, "phalanx_bindings_total") == 2  # a-0 and half-0
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from phalanx.operator.assumed import AssumedPods
@@ -57,7 +57,7 @@ class Writer:
         self.requests = 0
         self.plan_ids: set[str] = set()  # plans this process wrote or took over
 
-    async def place_gang(
+    def place_gang(
         self,
         group_key: str,
         group: Body | None,
@@ -65,16 +65,29 @@ class Writer:
         pods: Mapping[str, Body],
         now: float,
         plan_id: str | None = None,
+    ) -> Coroutine[Any, Any, GangOutcome]:
+        """Assume every assigned pod on its node now, and return the writes to await (or
+        run in the background); `group` None for implicit groups (no plan is kept)."""
+        for pod_key, node in assignments.items():
+            self._assumed.assume(pod_key, node, now)
+        return self._write_gang(group_key, group, dict(assignments), pods, plan_id)
+
+    async def _write_gang(
+        self,
+        group_key: str,
+        group: Body | None,
+        assignments: Mapping[str, str],
+        pods: Mapping[str, Body],
+        plan_id: str | None,
     ) -> GangOutcome:
-        """Place every assigned pod; `group` None for implicit groups (no plan is kept)."""
         plan = Plan(plan_id or uuid.uuid4().hex[:12], dict(assignments))
         self.plan_ids.add(plan.id)
         if group is not None and plan_id is None:
             reply = await self._set_plan(group, plan.encode())
             if not reply.ok:
+                for pod_key in assignments:
+                    self._assumed.forget(pod_key)
                 return GangOutcome(group_key, skipped=f"plan not recorded: {reply.reason}")
-        for pod_key, node in assignments.items():
-            self._assumed.assume(pod_key, node, now)
         replies = await asyncio.gather(
             *(self._place_pod(key, node, pods.get(key)) for key, node in assignments.items())
         )

@@ -23,6 +23,8 @@ from phalanx.operator.settings import DEFAULT_QUEUE, OperatorConfig, kopf_settin
 
 log = structlog.get_logger("phalanx.operator")
 
+SHUTDOWN_WRITES_SECONDS = 5.0  # bindings in flight get this long to land before exit
+
 
 class Operator:
     """One operator instance with its own Kopf registry (several can live in one process)."""
@@ -106,6 +108,7 @@ class Operator:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        await self.scheduler.close(timeout=SHUTDOWN_WRITES_SECONDS)
         await self.api_client.close()
         log.info("operator stopped", cycles=self.loop.cycles)
 

@@ -1,12 +1,13 @@
 """One scheduling cycle of the operator: snapshot, core, writes, status, events.
 
 Order matters: leftover plans are finished first, so the capacity they hold is
-reserved (as assumed pods) before the core plans anything else.
+reserved (as assumed pods) before the core plans anything else. The cycle's writes run
+in the background (`background.py`): a cycle returns once its decisions are made and
+its gangs' pods assumed, and `settle()` waits for the writes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import dataclasses
 import datetime
@@ -27,6 +28,7 @@ from phalanx.observe.logging import cycle_context, group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.background import BackgroundWrites
 from phalanx.operator.binder import GangOutcome, Writer
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
 from phalanx.operator.client import MERGE_PATCH, Api, group_path
@@ -110,6 +112,7 @@ class Scheduler:
         self.clock = clock
         self.assumed = AssumedPods(config.assume_seconds)
         self.writer = Writer(api, self.assumed, config.bind_concurrency)
+        self.background = BackgroundWrites(config.bind_concurrency)
         self.events = EventRecorder(api)
         self.backoff: dict[str, Backoff] = {}
         self.partial_since: dict[str, float] = {}
@@ -122,8 +125,20 @@ class Scheduler:
         self.memo = ParseMemo()
 
     async def cycle(self) -> CycleResult:
+        """Decide and start the writes; they continue after the cycle returns."""
         with cycle_context(self.counters.cycles + 1):
             return await self._cycle()
+
+    async def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the writes started so far; True if they all ended in time."""
+        return await self.background.settle(timeout)
+
+    async def close(self, timeout: float) -> None:
+        """Let writes in flight finish for up to `timeout` seconds, then cancel the rest
+        (a gang cut short is finished from its plan by the next leader)."""
+        if not await self.settle(timeout):
+            log.warning("writes cancelled at shutdown", left=len(self.background))
+        await self.background.cancel()
 
     async def _cycle(self) -> CycleResult:
         now = self.clock()
@@ -137,14 +152,13 @@ class Scheduler:
         )
         result = run_cycle(snapshot, self.core_config, now)
         self._timings = {"decide": self.clock() - now}
-        outcomes = await self._place(result, pods, now)
-        self._timings["place"] = self.clock() - now - self._timings["decide"]
+        placing = self._place(result, pods, now)
         pods = {pod_key(p): p for p in self.assumed.overlay(pods.values())}
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         members = _members(pods.values())
         await self._release_partial(result, groups, members, now)
-        phases = await self._group_statuses(result, groups, members, hidden, now)
-        await self._missing_groups(result, members, now)
+        phases = self._group_statuses(result, groups, members, hidden, now)
+        self._missing_groups(result, members, now)
         if result.bindings:  # report capacity as it is after this cycle's placements
             snapshot = take_snapshot(
                 self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces,
@@ -153,11 +167,11 @@ class Scheduler:
         usage = gpu_usage(snapshot)
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
         self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))
-        await self._queue_statuses(snapshot, phases)
-        await self._topology_statuses(snapshot)
+        self._queue_statuses(snapshot, phases)
+        self._topology_statuses(snapshot)
         self._forget_deleted(groups)
         self.counters.cycles += 1
-        self._log(result, outcomes, now)
+        self._log(result, placing, now)
         self.metrics.observe_cycle(self.clock() - now)
         self.health.beat()
         return result
@@ -196,27 +210,28 @@ class Scheduler:
             await self.writer.clear_plan(group)
             log.info("plan dropped", outcome=decision.outcome.value)
 
-    async def _place(
+    def _place(
         self, result: CycleResult, pods: Mapping[str, Body], now: float
-    ) -> list[GangOutcome]:
+    ) -> dict[str, int]:
+        """Assume every decided gang on its nodes now and write it in the background;
+        returns pods per gang started."""
         gangs: dict[str, dict[str, str]] = {}
         for binding in result.bindings:
             gangs.setdefault(binding.group, {})[binding.pod] = binding.node
-        writes = [
-            self.writer.place_gang(
+        for key, assignments in gangs.items():
+            writes = self.writer.place_gang(
                 key, self._group_body(key, result.decision(key)), assignments, pods, now
             )
-            for key, assignments in gangs.items()
-        ]
-        outcomes = list(await asyncio.gather(*writes))
-        for outcome in outcomes:
-            self._count(outcome)
-            group = self.cache.get(Kind.POD_GROUP, outcome.group)
-            if group is None:
-                continue
+            self.background.spawn(self._placed(writes, now), name=f"gang {key}")
+        return {key: len(assignments) for key, assignments in gangs.items()}
+
+    async def _placed(self, writes: Awaitable[GangOutcome], now: float) -> None:
+        outcome = await writes
+        self._count(outcome)
+        group = self.cache.get(Kind.POD_GROUP, outcome.group)
+        if group is not None:
             with group_context(outcome.group, queue_of(group)):
                 await self._report_gang(group, outcome, now)
-        return outcomes
 
     async def _report_gang(self, group: Body, outcome: GangOutcome, now: float) -> None:
         """One log line per gang written (never one per pod), and an event on failures."""
@@ -281,7 +296,7 @@ class Scheduler:
 
     # -- status ----------------------------------------------------------------------------
 
-    async def _group_statuses(
+    def _group_statuses(
         self,
         result: CycleResult,
         groups: Mapping[str, Body],
@@ -290,7 +305,6 @@ class Scheduler:
         now: float,
     ) -> list[tuple[str, str]]:
         phases: list[tuple[str, str]] = []
-        writes: list[Awaitable[None]] = []
         for key, group in groups.items():
             queue = queue_of(group)
             if key in hidden:
@@ -302,11 +316,10 @@ class Scheduler:
                 desired = podgroup_status(group, members.get(key, []), decision, now, timed_out)
                 phases.append((queue, desired["phase"]))
                 self._observe_running(key, group, desired["phase"], now)
-            writes.append(self._group_writes(key, queue, group, desired, decision, timed_out, now))
-        await self._bounded(writes)
+                self._group_writes(key, queue, group, desired, decision, timed_out, now)
         return phases
 
-    async def _group_writes(
+    def _group_writes(
         self,
         key: str,
         queue: str,
@@ -316,13 +329,21 @@ class Scheduler:
         timed_out: bool,
         now: float,
     ) -> None:
-        with group_context(key, queue):
-            if self._still_arriving(group, decision, now):
-                if not (group.get("status") or {}).get("phase"):
-                    await self._write_status(key, group, "podgroups", desired)
-                return
-            await self._events_for(group, desired, decision, timed_out, now)
-            await self._write_status(key, group, "podgroups", desired)
+        """The group's Events and status, written in the background, Events first."""
+        if self._still_arriving(group, decision, now):
+            if not (group.get("status") or {}).get("phase"):
+                self._write_status(key, group, "podgroups", desired)
+            return
+        if not self._status_changes(f"podgroups/{key}", group, desired) and not timed_out:
+            return
+
+        async def write() -> None:
+            with group_context(key, queue):
+                await self._events_for(group, desired, decision, timed_out, now)
+                await self._patch_status(f"podgroups/{key}", group, "podgroups", desired)
+
+        self.written[f"podgroups/{key}"] = desired
+        self.background.offer(f"podgroups/{key}", write)
 
     def _still_arriving(self, group: Body, decision: GroupDecision | None, now: float) -> bool:
         """A gang whose pods are still being created is not news: its first status is
@@ -333,17 +354,6 @@ class Scheduler:
             return False
         created = creation_time(group)
         return created is not None and now - created < ARRIVAL_GRACE_SECONDS
-
-    async def _bounded(self, jobs: Sequence[Awaitable[None]]) -> None:
-        """Status and Event writes of many groups go out together, a bounded number in
-        flight: one by one, 500 groups on a busy API server make a cycle last a minute."""
-        limit = asyncio.Semaphore(self.config.bind_concurrency)
-
-        async def run(job: Awaitable[None]) -> None:
-            async with limit:
-                await job
-
-        await asyncio.gather(*(run(job) for job in jobs))
 
     def _observe_running(self, key: str, group: Body, phase: str, now: float) -> None:
         """Time to running, once per group, when this operator sees it become Running."""
@@ -415,7 +425,7 @@ class Scheduler:
                 f"retried with backoff ({self.config.backoff_initial_seconds:g}s doubling to "
                 f"{self.config.backoff_max_seconds:g}s)", topic="timeout"), now)
 
-    async def _missing_groups(
+    def _missing_groups(
         self, result: CycleResult, members: Mapping[str, Sequence[Body]], now: float
     ) -> None:
         for decision in result.groups:
@@ -423,36 +433,53 @@ class Scheduler:
                 continue
             for pod in members.get(decision.group, []):
                 if not is_bound(pod):
-                    await self.events.post(Event(pod, "Warning", Reason.GROUP_NOT_FOUND,
-                                                 decision.message), now)
+                    self._post_later(
+                        Event(pod, "Warning", Reason.GROUP_NOT_FOUND, decision.message), now)
 
-    async def _queue_statuses(self, snapshot: Snapshot, phases: list[tuple[str, str]]) -> None:
+    def _post_later(self, event: Event, now: float) -> None:
+        async def post() -> None:
+            await self.events.post(event, now)
+
+        self.background.spawn(self.background.bounded(post), name="event")
+
+    def _queue_statuses(self, snapshot: Snapshot, phases: list[tuple[str, str]]) -> None:
         allocated = allocated_by_queue(snapshot)
         for queue in list(self.cache.objects(Kind.QUEUE)):
             name = object_key(queue)
             desired = queue_status(name, phases, allocated.get(name, {}))
-            await self._write_status(name, queue, "queues", desired)
+            self._write_status(name, queue, "queues", desired)
 
-    async def _topology_statuses(self, snapshot: Snapshot) -> None:
+    def _topology_statuses(self, snapshot: Snapshot) -> None:
         for topology in list(self.cache.objects(Kind.NETWORK_TOPOLOGY)):
             name = object_key(topology)
             desired = topology_status(snapshot, name)
             if desired is not None:
-                await self._write_status(name, topology, "networktopologies", desired)
+                self._write_status(name, topology, "networktopologies", desired)
 
-    async def _write_status(
+    def _status_changes(self, written_key: str, body: Body, desired: dict[str, Any]) -> bool:
+        """Neither the object nor a write already started says `desired`."""
+        return differs(desired, body.get("status")) and self.written.get(written_key) != desired
+
+    def _write_status(
         self, key: str, body: Body, plural: str, desired: dict[str, Any]
     ) -> None:
         written_key = f"{plural}/{key}"
-        if not differs(desired, body.get("status")) or self.written.get(written_key) == desired:
+        if not self._status_changes(written_key, body, desired):
             return
+        self.written[written_key] = desired
+        self.background.offer(
+            written_key, lambda: self._patch_status(written_key, body, plural, desired))
+
+    async def _patch_status(
+        self, written_key: str, body: Body, plural: str, desired: dict[str, Any]
+    ) -> None:
         meta = body.get("metadata", {})
         path = group_path(plural, meta.get("name", ""), meta.get("namespace", ""), "status")
         reply = await self.api.request("PATCH", path, {"status": desired}, MERGE_PATCH)
         self.counters.status_writes += 1
-        if reply.ok:
-            self.written[written_key] = desired
-        else:
+        if not reply.ok:
+            if self.written.get(written_key) is desired:
+                del self.written[written_key]  # the next cycle tries again
             log.warning("status not written", object=written_key, status=reply.status,
                         reason=reply.reason)
 
@@ -464,14 +491,14 @@ class Scheduler:
             del self.backoff[key]
         self.running &= set(groups)
 
-    def _log(self, result: CycleResult, outcomes: list[GangOutcome], now: float) -> None:
+    def _log(self, result: CycleResult, placing: Mapping[str, int], now: float) -> None:
         waiting = sum(1 for d in result.groups if not d.scheduled)
-        if outcomes or self.counters.cycles % 60 == 1:
+        if placing or self.counters.cycles % 60 == 1:
             log.info("cycle", cycle=self.counters.cycles, groups=len(result.groups),
-                     waiting=waiting, gangs_placed=sum(1 for o in outcomes if o.placed),
-                     pods_placed=sum(len(o.placed) for o in outcomes),
-                     failed=sum(len(o.failed) for o in outcomes), assumed=len(self.assumed),
-                     invalid=len(result.invalid), seconds=round(self.clock() - now, 3),
+                     waiting=waiting, gangs_started=len(placing),
+                     pods_started=sum(placing.values()), assumed=len(self.assumed),
+                     writes_in_flight=len(self.background), invalid=len(result.invalid),
+                     seconds=round(self.clock() - now, 3),
                      **{f"{k}_seconds": round(v, 3) for k, v in self._timings.items()})
 
 

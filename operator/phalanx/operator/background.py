@@ -1,0 +1,95 @@
+"""Writes the scheduling loop does not wait for.
+
+A cycle decides in a fraction of a second but its writes (bindings, status patches,
+Events) take seconds on a busy API server. Waiting for them stalled the loop: pods that
+arrived meanwhile waited for the whole write phase before the next decision. The pods
+of a gang being bound are assumed on their nodes (see `assumed.py`), so the next cycle
+can run at once and never plans their GPUs twice; kube-scheduler binds asynchronously
+for the same reason.
+
+Status writes of one object go out one at a time, latest wins: an object whose status
+changes twice while a write is in flight gets one more write (the newest), never two
+racing ones landing in the wrong order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("phalanx.operator")
+
+Job = Callable[[], Awaitable[None]]
+
+
+class BackgroundWrites:
+    def __init__(self, concurrency: int) -> None:
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pending: dict[str, Job] = {}  # object key -> newest write not started yet
+        self._draining: set[str] = set()  # object keys with a writer task
+        self.failures = 0
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str = "write") -> None:
+        """Run `work` in the background; its exception is logged, never lost."""
+        task = asyncio.create_task(work, name=f"phalanx {name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def offer(self, key: str, job: Job) -> None:
+        """Write `key` with `job`, after any write of `key` in flight; replaces a queued one."""
+        self._pending[key] = job
+        if key not in self._draining:
+            self._draining.add(key)
+            self.spawn(self._drain(key), name=f"status {key}")
+
+    async def bounded(self, job: Job) -> None:
+        """Run `job` holding one of the shared slots (the API server's fair share)."""
+        async with self._slots:
+            await job()
+
+    async def settle(self, timeout: float | None = None) -> bool:
+        """Wait for every write started so far (and those they start); True if all ended."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self._tasks:
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return False
+            await asyncio.wait(list(self._tasks), timeout=remaining)
+        return True
+
+    async def cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _drain(self, key: str) -> None:
+        try:
+            while key in self._pending:
+                try:
+                    await self.bounded(self._pending.pop(key))
+                except Exception:  # the object's next write must not wait for another offer
+                    self.failures += 1
+                    log.exception("status write failed", object=key)
+        finally:
+            self._draining.discard(key)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self.failures += 1
+            log.error("background write failed", task=task.get_name(),
+                      exc_info=(type(error), error, error.__traceback__))

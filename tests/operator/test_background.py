@@ -1,0 +1,97 @@
+"""The loop does not wait for writes, yet never places a pod twice nor reorders a status."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from operator_fakes import FakeApi, podgroup
+from test_scheduler import cluster, gpu_pod
+
+from phalanx.operator.background import BackgroundWrites
+from phalanx.operator.cache import ClusterCache
+from phalanx.operator.client import JSON, Reply
+from phalanx.operator.scheduler import Scheduler
+from phalanx.operator.settings import OperatorConfig
+
+
+class HeldApi(FakeApi):
+    """An API server that answers nothing until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.started = 0
+
+    async def request(self, method: str, path: str, body: Any = None,
+                      content_type: str = JSON) -> Reply:
+        self.started += 1
+        await self.release.wait()
+        return await super().request(method, path, body, content_type)
+
+
+async def test_a_cycle_returns_while_its_bindings_are_in_flight_and_the_next_does_not_rebind():
+    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    api = HeldApi()
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+                          clock=lambda: 1000.0)
+    first = await asyncio.wait_for(scheduler.cycle(), timeout=5)
+    assert len(first.bindings) == 2
+    assert api.calls == []  # nothing answered yet: the cycle did not wait
+    second = await asyncio.wait_for(scheduler.cycle(), timeout=5)
+    assert second.bindings == ()  # the pods are assumed on their nodes
+    api.release.set()
+    assert await scheduler.settle(timeout=5)
+    bound = sorted(b["metadata"]["name"] for _, p, b in api.calls if p.endswith("/binding"))
+    assert bound == ["a", "b"]
+    assert scheduler.counters.bound == 2
+
+
+async def test_writes_still_held_at_shutdown_are_cancelled_after_the_grace():
+    objects = cluster(podgroup(min_member=1), gpu_pod("a"))
+    scheduler = Scheduler(ClusterCache.from_objects(objects), HeldApi(), OperatorConfig())
+    await scheduler.cycle()
+    assert len(scheduler.background) > 0
+    await asyncio.wait_for(scheduler.close(timeout=0.05), timeout=5)
+    assert len(scheduler.background) == 0
+
+
+async def test_status_writes_of_one_object_run_one_at_a_time_and_the_newest_wins():
+    writes = BackgroundWrites(concurrency=8)
+    gate = asyncio.Event()
+    done: list[str] = []
+
+    def job(label: str) -> Any:
+        async def run() -> None:
+            await gate.wait()
+            done.append(label)
+        return run
+
+    writes.offer("podgroups/ns/g", job("first"))
+    await asyncio.sleep(0)  # the first write is in flight
+    for label in ("second", "third", "newest"):
+        writes.offer("podgroups/ns/g", job(label))
+    writes.offer("queues/default", job("queue"))
+    gate.set()
+    assert await writes.settle(timeout=5)
+    assert [d for d in done if d != "queue"] == ["first", "newest"]
+    assert "queue" in done
+
+
+async def test_a_failing_write_is_counted_and_does_not_stop_the_next_one():
+    writes = BackgroundWrites(concurrency=1)
+    done: list[str] = []
+
+    async def broken() -> None:
+        raise RuntimeError("boom")
+
+    async def fine() -> None:
+        done.append("fine")
+
+    writes.offer("k", broken)
+    writes.offer("k", fine)  # replaces `broken` if not started, else follows it
+    writes.offer("other", broken)
+    assert await writes.settle(timeout=5)
+    assert done == ["fine"]
+    assert writes.failures >= 1
+
