@@ -95,3 +95,33 @@ async def test_a_failing_write_is_counted_and_does_not_stop_the_next_one():
     assert done == ["fine"]
     assert writes.failures >= 1
 
+
+
+async def test_a_pod_whose_binding_is_still_queued_stays_assumed_past_the_ttl():
+    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    api, now = HeldApi(), [1000.0]
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api,
+                          OperatorConfig(assume_seconds=5), clock=lambda: now[0])
+    await scheduler.cycle()
+    now[0] += 600  # the API server has not answered for ten minutes
+    assert (await scheduler.cycle()).bindings == ()
+    api.release.set()
+    assert await scheduler.settle(timeout=5)
+    bindings = [p for p in api.paths("POST") if p.endswith("/binding")]
+    assert sorted(bindings) == ["/api/v1/namespaces/ns/pods/a/binding",
+                                "/api/v1/namespaces/ns/pods/b/binding"]
+
+
+async def test_the_next_cycle_waits_for_room_while_many_bindings_are_queued():
+    objects = cluster(podgroup(min_member=4), *(gpu_pod(f"p{i}") for i in range(4)))
+    api = HeldApi()
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api,
+                          OperatorConfig(bind_concurrency=1))  # low water: 2 pods
+    await scheduler.cycle()
+    room = asyncio.create_task(scheduler.writer.room())
+    await asyncio.sleep(0.05)
+    assert not room.done() and scheduler.writer.in_flight == 4
+    api.release.set()
+    await asyncio.wait_for(room, timeout=5)
+    assert await scheduler.settle(timeout=5)
+    assert scheduler.writer.in_flight == 0

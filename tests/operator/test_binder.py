@@ -19,7 +19,7 @@ def gang(n: int) -> tuple[dict[str, str], dict[str, dict]]:
 async def test_plan_is_recorded_before_any_binding_and_cleared_after():
     api, assumed = FakeApi(), AssumedPods(60)
     assignments, pods = gang(8)
-    outcome = await Writer(api, assumed, 4).place_gang("ns/g", podgroup(), assignments, pods, 0.0)
+    outcome = await Writer(api, assumed, 4).place_gang("ns/g", podgroup(), assignments, pods)
     assert len(outcome.placed) == 8 and not outcome.failed
     first, last = api.calls[0], api.calls[-1]
     assert first[0] == "PATCH" and first[1].endswith("/podgroups/g")
@@ -36,7 +36,7 @@ async def test_plan_is_recorded_before_any_binding_and_cleared_after():
 async def test_requests_in_flight_are_bounded():
     api = FakeApi()
     assignments, pods = gang(64)
-    await Writer(api, AssumedPods(60), 8).place_gang("ns/g", podgroup(), assignments, pods, 0.0)
+    await Writer(api, AssumedPods(60), 8).place_gang("ns/g", podgroup(), assignments, pods)
     assert api.max_in_flight <= 8
     assert len(api.paths("POST")) == 64
 
@@ -46,7 +46,7 @@ async def test_nothing_is_bound_when_the_group_is_gone():
     api.fail(lambda m, p: m == "PATCH" and p.endswith("/podgroups/g"))
     assignments, pods = gang(4)
     outcome = await Writer(api, AssumedPods(60), 4).place_gang(
-        "ns/g", podgroup(), assignments, pods, 0.0)
+        "ns/g", podgroup(), assignments, pods)
     assert outcome.skipped and not outcome.placed
     assert api.paths("POST") == []
 
@@ -55,7 +55,7 @@ async def test_failed_bindings_are_not_assumed_and_reported():
     api, assumed = FakeApi(), AssumedPods(60)
     api.fail(lambda m, p: p.endswith("/pods/p1/binding"), 409)
     assignments, pods = gang(4)
-    outcome = await Writer(api, assumed, 4).place_gang("ns/g", podgroup(), assignments, pods, 0.0)
+    outcome = await Writer(api, assumed, 4).place_gang("ns/g", podgroup(), assignments, pods)
     assert set(outcome.failed) == {"ns/p1"} and outcome.partial
     assert "ns/p1" not in assumed and "ns/p0" in assumed
 
@@ -63,7 +63,7 @@ async def test_failed_bindings_are_not_assumed_and_reported():
 async def test_gated_pods_are_pinned_and_ungated_instead_of_bound():
     api = FakeApi()
     pods = {"ns/a": pod("a", gated=True, scheduler="default-scheduler")}
-    await Writer(api, AssumedPods(60), 4).place_gang("ns/g", podgroup(), {"ns/a": "n9"}, pods, 0.0)
+    await Writer(api, AssumedPods(60), 4).place_gang("ns/g", podgroup(), {"ns/a": "n9"}, pods)
     patches = [(p, b) for m, p, b in api.calls if m == "PATCH" and p.endswith("/pods/a")]
     assert len(patches) == 1 and api.paths("POST") == []
     assert patches[0][1]["spec"]["schedulingGates"] is None

@@ -61,7 +61,7 @@ async def test_a_binding_that_times_out_fails_only_its_pod_and_the_plan_is_clear
     assignments = {f"ns/p{i}": f"n{i}" for i in range(4)}
     pods = {key: pod(key.split("/")[1]) for key in assignments}
     outcome = await Writer(api, AssumedPods(60), 4).place_gang(
-        "ns/g", podgroup(), assignments, pods, 0.0)
+        "ns/g", podgroup(), assignments, pods)
     assert set(outcome.failed) == {"ns/p1"} and len(outcome.placed) == 3
     assert outcome.failed["ns/p1"].startswith("0 ")
     assert client.paths[-1].endswith("/podgroups/g")  # the plan was removed last

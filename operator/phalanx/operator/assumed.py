@@ -8,6 +8,7 @@ shows the pod on a node, when the pod is gone, or when it expires.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,8 +37,17 @@ class AssumedPods:
         entry = self._pods.get(pod_key)
         return entry.node if entry else None
 
-    def assume(self, pod_key: str, node: str, now: float) -> None:
-        self._pods[pod_key] = Assumption(node, now + self._ttl)
+    def assume(self, pod_key: str, node: str, now: float | None = None) -> None:
+        """Hold the pod on `node`; without `now` (its write not answered yet) it never
+        expires: a long queue of writes must not let the next cycle place it again."""
+        expires = math.inf if now is None else now + self._ttl
+        self._pods[pod_key] = Assumption(node, expires)
+
+    def written(self, pod_key: str, now: float) -> None:
+        """The pod's write was accepted: the watch should show it within the TTL."""
+        entry = self._pods.get(pod_key)
+        if entry is not None:
+            self._pods[pod_key] = Assumption(entry.node, now + self._ttl)
 
     def forget(self, pod_key: str) -> None:
         self._pods.pop(pod_key, None)

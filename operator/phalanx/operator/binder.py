@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from phalanx.operator.assumed import AssumedPods
@@ -50,12 +51,36 @@ def binding_body(namespace: str, name: str, node: str) -> dict[str, Any]:
 
 
 class Writer:
-    def __init__(self, api: Api, assumed: AssumedPods, concurrency: int) -> None:
+    def __init__(
+        self,
+        api: Api,
+        assumed: AssumedPods,
+        concurrency: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._api = api
         self._assumed = assumed
         self._slots = asyncio.Semaphore(concurrency)
+        self._clock = clock
         self.requests = 0
         self.plan_ids: set[str] = set()  # plans this process wrote or took over
+        self.in_flight = 0  # pods assumed whose write is not answered yet
+        self.low_water = 2 * concurrency
+        self._room = asyncio.Event()
+        self._room.set()
+
+    async def room(self) -> None:
+        """Return once at most `low_water` pods wait for their write. Deciding more while
+        a long queue of writes drains only lengthens the queue and takes CPU from it;
+        deciding when it runs low keeps the API server busy without a backlog."""
+        await self._room.wait()
+
+    def _track(self, pods: int) -> None:
+        self.in_flight += pods
+        if self.in_flight > self.low_water:
+            self._room.clear()
+        else:
+            self._room.set()
 
     def place_gang(
         self,
@@ -63,13 +88,13 @@ class Writer:
         group: Body | None,
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
-        now: float,
         plan_id: str | None = None,
     ) -> Coroutine[Any, Any, GangOutcome]:
         """Assume every assigned pod on its node now, and return the writes to await (or
         run in the background); `group` None for implicit groups (no plan is kept)."""
         for pod_key, node in assignments.items():
-            self._assumed.assume(pod_key, node, now)
+            self._assumed.assume(pod_key, node)
+        self._track(len(assignments))
         return self._write_gang(group_key, group, dict(assignments), pods, plan_id)
 
     async def _write_gang(
@@ -87,6 +112,7 @@ class Writer:
             if not reply.ok:
                 for pod_key in assignments:
                     self._assumed.forget(pod_key)
+                self._track(-len(assignments))
                 return GangOutcome(group_key, skipped=f"plan not recorded: {reply.reason}")
         replies = await asyncio.gather(
             *(self._place_pod(key, node, pods.get(key)) for key, node in assignments.items())
@@ -113,6 +139,15 @@ class Writer:
         return await self._api.request("PATCH", path, patch, MERGE_PATCH)
 
     async def _place_pod(self, pod_key: str, node: str, pod: Body | None) -> Reply:
+        try:
+            reply = await self._write_pod(pod_key, node, pod)
+        finally:
+            self._track(-1)
+        if reply.ok:
+            self._assumed.written(pod_key, self._clock())
+        return reply
+
+    async def _write_pod(self, pod_key: str, node: str, pod: Body | None) -> Reply:
         namespace, name = pod_key.split("/", 1)
         async with self._slots:
             self.requests += 1

@@ -2,7 +2,8 @@
 
 Event handlers only call `poke()`. A burst of events during the quiet period, or
 during a running cycle, folds into one following cycle; a steady stream still gets
-a cycle every `max_delay` seconds.
+a cycle every `max_delay` seconds, unless the writes of earlier cycles are still
+queued: the next cycle waits for `room()`, and the events meanwhile fold into it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ class SchedulingLoop:
         debounce: float,
         max_delay: float,
         period: float,
+        room: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._cycle = cycle
+        self._room = room  # returns when the writes started so far are nearly done
         self._debounce = debounce
         self._max_delay = max_delay
         self._period = period
@@ -42,6 +45,8 @@ class SchedulingLoop:
         await self.ready.wait()
         while True:
             await self._wait_for_change()
+            if self._room is not None:
+                await self._room()
             try:
                 await self._cycle()
             except asyncio.CancelledError:

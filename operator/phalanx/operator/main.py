@@ -57,6 +57,7 @@ class Operator:
             debounce=self.config.debounce_seconds,
             max_delay=self.config.max_delay_seconds,
             period=self.config.period_seconds,
+            room=self.scheduler.writer.room,
         )
         self.pod_watch = PodWatch(ApiPodSource(self.api_client), self.loop.poke)
         self.stores[Kind.POD] = self.pod_watch.store

@@ -111,8 +111,9 @@ class Scheduler:
         self.core_config = core_config or SchedulerConfig()
         self.clock = clock
         self.assumed = AssumedPods(config.assume_seconds)
-        self.writer = Writer(api, self.assumed, config.bind_concurrency)
-        self.background = BackgroundWrites(config.bind_concurrency)
+        self.writer = Writer(api, self.assumed, config.bind_concurrency, clock)
+        # Status and Event writes get a quarter of the bindings' share of the API server.
+        self.background = BackgroundWrites(max(4, config.bind_concurrency // 4))
         self.events = EventRecorder(api)
         self.backoff: dict[str, Backoff] = {}
         self.partial_since: dict[str, float] = {}
@@ -202,7 +203,7 @@ class Scheduler:
         decision = resolve(plan, pods, nodes)
         if decision.outcome is Outcome.FINISH:
             outcome = await self.writer.place_gang(
-                object_key(group), group, decision.remaining, pods, now, plan_id=plan.id
+                object_key(group), group, decision.remaining, pods, plan_id=plan.id
             )
             self._count(outcome)
             log.info("plan finished", placed=len(outcome.placed), failed=len(outcome.failed))
@@ -220,7 +221,7 @@ class Scheduler:
             gangs.setdefault(binding.group, {})[binding.pod] = binding.node
         for key, assignments in gangs.items():
             writes = self.writer.place_gang(
-                key, self._group_body(key, result.decision(key)), assignments, pods, now
+                key, self._group_body(key, result.decision(key)), assignments, pods
             )
             self.background.spawn(self._placed(writes, now), name=f"gang {key}")
         return {key: len(assignments) for key, assignments in gangs.items()}
