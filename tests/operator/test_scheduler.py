@@ -168,3 +168,29 @@ async def test_a_restarted_operator_does_not_repeat_events_the_status_already_sh
                           clock=lambda: 2000.0)
     await settled_cycle(restarted)
     assert [p for p in api.paths("POST") if p.endswith("/events")] == []
+
+
+async def test_a_gang_admitted_and_placed_in_one_cycle_gets_one_event_saying_both():
+    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    api = FakeApi()
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
+    events = [b for m, p, b in api.calls if p.endswith("/events")]
+    assert [e["reason"] for e in events] == ["Scheduled"]
+    assert "admitted" in events[0]["message"].lower()
+
+
+async def test_a_gang_whose_pods_are_still_arriving_gets_no_status_until_the_grace_ends():
+    group = podgroup(min_member=3)
+    group["metadata"]["creationTimestamp"] = "1970-01-01T00:16:40Z"  # 1000.0
+    objects = cluster(group, gpu_pod("a"), gpu_pod("b"))  # the third pod is not there yet
+    api, clock = FakeApi(), [1001.0]
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+                          clock=lambda: clock[0])
+    await settled_cycle(scheduler)
+    assert [p for m, p, b in api.calls if "podgroups" in p or p.endswith("/events")] == []
+    clock[0] = 1020.0  # past the grace: still short of pods, now that is news
+    await settled_cycle(scheduler)
+    status = next(b["status"] for m, p, b in api.calls if p.endswith("podgroups/g/status"))
+    assert status["phase"] == "Pending"
+    reasons = [b["reason"] for m, p, b in api.calls if p.endswith("/events")]
+    assert reasons == ["GangIncomplete"]

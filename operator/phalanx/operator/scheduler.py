@@ -332,8 +332,6 @@ class Scheduler:
     ) -> None:
         """The group's Events and status, written in the background, Events first."""
         if self._still_arriving(group, decision, now):
-            if not (group.get("status") or {}).get("phase"):
-                self._write_status(key, group, "podgroups", desired)
             return
         if not self._status_changes(f"podgroups/{key}", group, desired) and not timed_out:
             return
@@ -347,10 +345,11 @@ class Scheduler:
         self.background.offer(f"podgroups/{key}", write)
 
     def _still_arriving(self, group: Body, decision: GroupDecision | None, now: float) -> bool:
-        """A gang whose pods are still being created is not news: its first status is
-        written, but no Warning and no per-pod count updates until ARRIVAL_GRACE_SECONDS
-        after the group was created (a 500-gang submission otherwise costs 1,000 writes
-        per cycle, and users see alarms for jobs that are merely starting)."""
+        """A gang whose pods are still being created is not news: no status and no
+        Warning until ARRIVAL_GRACE_SECONDS after the group was created (a 500-gang
+        submission otherwise costs 1,000 writes per cycle, most of them overwritten a
+        second later when the gang is placed, and users see alarms for jobs that are
+        merely starting)."""
         if decision is None or decision.reason != Reason.GANG_INCOMPLETE:
             return False
         created = creation_time(group)
@@ -402,16 +401,19 @@ class Scheduler:
             said = before.get(kind) or {}
             return all(said.get(k) == conditions[kind][k] for k in ("status", "reason", "message"))
 
-        if conditions["Admitted"]["status"] == "True" and not shown("Admitted"):
+        admitted = conditions["Admitted"]["status"] == "True" and not shown("Admitted")
+        scheduled = conditions["Scheduled"]["status"] == "True" and not shown("Scheduled")
+        if admitted and not scheduled:
             await self.events.post(Event(group, "Normal", "Admitted",
                                          conditions["Admitted"]["message"]), now)
-        if conditions["Scheduled"]["status"] == "True":
-            if not shown("Scheduled"):
-                await self.events.post(Event(group, "Normal", "Scheduled",
-                                             conditions["Scheduled"]["message"],
-                                             topic="scheduling"), now)
-        elif (conditions["Unschedulable"]["status"] == "True" and not timed_out
-              and not shown("Unschedulable")):
+        if scheduled:  # admitted and placed in one cycle: one Event says both
+            message = conditions["Scheduled"]["message"]
+            if admitted:
+                message = f"{conditions['Admitted']['message']}; {message}"
+            await self.events.post(Event(group, "Normal", "Scheduled", message,
+                                         topic="scheduling"), now)
+        elif (conditions["Scheduled"]["status"] != "True" and not timed_out
+              and conditions["Unschedulable"]["status"] == "True" and not shown("Unschedulable")):
             unschedulable = conditions["Unschedulable"]
             message = unschedulable["message"]
             if unschedulable["reason"] == Reason.GANG_INCOMPLETE:  # counts move while pods arrive
