@@ -1,12 +1,12 @@
 """Kopf registrations: indexes and event handlers only, which never write to what they watch.
 
-Every kind but Pods is indexed (`@kopf.index`): Kopf keeps one slimmed body per object,
-drops it on deletion, and holds back all other handlers until every index is listed. So
-the first event handler call means these indexes are complete. Pods, by far the most
-frequent events, bypass Kopf (pod_watch.py). Nodes have no event handler: their index
-handler pokes the loop itself. The other kinds keep an event handler, and
-PriorityClasses always exist (the API server creates two), so "the first event
-handler call" still comes in every cluster.
+Nodes, Queues, NetworkTopologies and PriorityClasses are indexed (`@kopf.index`): Kopf
+keeps one slimmed body per object, drops it on deletion, and holds back all other
+handlers until every index is listed. So the first event handler call means these
+indexes are complete. Pods and PodGroups, by far the most frequent events, bypass Kopf
+(raw_watch.py). Nodes have no event handler: their index handler pokes the loop itself.
+The other kinds keep an event handler, and PriorityClasses always exist (the API server
+creates two), so "the first event handler call" still comes in every cluster.
 No handler does scheduling work.
 """
 
@@ -26,7 +26,6 @@ log = structlog.get_logger("phalanx.operator")
 
 RESOURCES: dict[Kind, tuple[str, ...]] = {
     Kind.NODE: ("v1", "nodes"),
-    Kind.POD_GROUP: (API_GROUP, "podgroups"),
     Kind.QUEUE: (API_GROUP, "queues"),
     Kind.NETWORK_TOPOLOGY: (API_GROUP, "networktopologies"),
     Kind.PRIORITY_CLASS: ("scheduling.k8s.io", "priorityclasses"),
@@ -58,7 +57,7 @@ def register(
     on_indexed: Any = None,
 ) -> None:
     """Register handlers on `registry`; `stores` is filled with Kopf's index objects
-    (all kinds but Pods).
+    (all kinds but Pods and PodGroups).
 
     `on_change` marks the cache complete and pokes the loop; `on_indexed` only pokes it
     (it is called while the indexes are still being listed).

@@ -17,9 +17,15 @@ from phalanx.operator.cache import ClusterCache, Kind, Store
 from phalanx.operator.client import Api, KubeApi, connection_info, group_path
 from phalanx.operator.handlers import register
 from phalanx.operator.loop import SchedulingLoop
-from phalanx.operator.pod_watch import ApiPodSource, PodWatch
+from phalanx.operator.raw_watch import ApiListWatch, RawWatch
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import DEFAULT_QUEUE, OperatorConfig, kopf_settings
+from phalanx.operator.settings import (
+    API_GROUP,
+    API_VERSION,
+    DEFAULT_QUEUE,
+    OperatorConfig,
+    kopf_settings,
+)
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -59,12 +65,17 @@ class Operator:
             period=self.config.period_seconds,
             room=self.scheduler.writer.room,
         )
-        self.pod_watch = PodWatch(ApiPodSource(self.api_client), self.loop.poke)
+        self.pod_watch = RawWatch(ApiListWatch(self.api_client), self.loop.poke)
+        self.group_watch = RawWatch(
+            ApiListWatch(self.api_client, path=group_path("podgroups")), self.loop.poke,
+            api_version=f"{API_GROUP}/{API_VERSION}", kind="PodGroup",
+        )
         self.stores[Kind.POD] = self.pod_watch.store
+        self.stores[Kind.POD_GROUP] = self.group_watch.store
         self._kopf_ready = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
-        self._pod_task: asyncio.Task[None] | None = None
+        self._watch_tasks: list[asyncio.Task[None]] = []
         register(self.registry, self.stores, self._changed, self._startup, self._cleanup,
                  on_indexed=self.loop.poke)
         kopf.on.login(registry=self.registry)(self._login)
@@ -90,21 +101,25 @@ class Operator:
         self.loop.poke()
 
     async def _run_loop(self) -> None:
-        """Cycles start once both Kopf's indexes and the pod watch's first LIST are in."""
+        """Cycles start once Kopf's indexes and the raw watches' first LISTs are in."""
         await self._kopf_ready.wait()
         await self.pod_watch.listed.wait()
+        await self.group_watch.listed.wait()
         self.loop.ready.set()
         await self.loop.run()
 
     async def _startup(self) -> None:
         if self.config.create_default_queue:
             await ensure_default_queue(self.api)
-        self._pod_task = asyncio.create_task(self.pod_watch.run(), name="phalanx pod watch")
+        self._watch_tasks = [
+            asyncio.create_task(self.pod_watch.run(), name="phalanx pod watch"),
+            asyncio.create_task(self.group_watch.run(), name="phalanx podgroup watch"),
+        ]
         self._task = asyncio.create_task(self._run_loop(), name="phalanx scheduling loop")
         log.info("operator started", mode=self.config.mode.value)
 
     async def _cleanup(self) -> None:
-        for task in (self._task, self._pod_task):
+        for task in (self._task, *self._watch_tasks):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -1,4 +1,4 @@
-"""The pod watch keeps the pod store in step with the API server: events, expiry, drops."""
+"""The raw watch (Pods, PodGroups) keeps its store in step with the API server: events, expiry, drops."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 
 from phalanx.operator.cache import ClusterCache, Kind
-from phalanx.operator.pod_watch import PodWatch
+from phalanx.operator.raw_watch import RawWatch
 
 
 def pod(name: str, version: str, node: str = "") -> dict[str, Any]:
@@ -65,12 +65,12 @@ class Pokes:
         self.count += 1
 
 
-def pods_in(watch: PodWatch) -> dict[str, Any]:
+def pods_in(watch: RawWatch) -> dict[str, Any]:
     cache = ClusterCache({Kind.POD: watch.store})
     return {p["metadata"]["name"]: p for p in cache.objects(Kind.POD)}
 
 
-async def run_until_idle(watch: PodWatch, source: FakeSource) -> None:
+async def run_until_idle(watch: RawWatch, source: FakeSource) -> None:
     task = asyncio.create_task(watch.run())
     await asyncio.wait_for(source.idle.wait(), timeout=5)
     task.cancel()
@@ -80,7 +80,7 @@ async def run_until_idle(watch: PodWatch, source: FakeSource) -> None:
 
 def test_events_add_change_and_delete_pods_and_poke_the_loop():
     pokes = Pokes()
-    watch = PodWatch(FakeSource([], []), pokes)
+    watch = RawWatch(FakeSource([], []), pokes)
     watch.replace(listing("10", pod("a", "9")))
     watch.apply(line("ADDED", pod("b", "11")))
     watch.apply(line("MODIFIED", pod("a", "12", node="n1")))
@@ -99,9 +99,19 @@ def test_events_add_change_and_delete_pods_and_poke_the_loop():
 
 
 def test_listed_pods_carry_their_kind():
-    watch = PodWatch(FakeSource([], []), Pokes())
+    watch = RawWatch(FakeSource([], []), Pokes())
     watch.replace(listing("1", pod("a", "1")))
     assert pods_in(watch)["a"]["kind"] == "Pod"
+
+
+def test_listed_podgroups_carry_their_kind_and_api_version():
+    """A LIST reply's items have no kind; the operator's PodGroup watch says which."""
+    watch = RawWatch(FakeSource([], []), Pokes(), api_version="scheduling.phalanx.io/v1alpha1",
+                     kind="PodGroup")
+    watch.replace(listing("1", pod("g", "1")))
+    cache = ClusterCache({Kind.POD_GROUP: watch.store})
+    (group,) = cache.objects(Kind.POD_GROUP)
+    assert (group["apiVersion"], group["kind"]) == ("scheduling.phalanx.io/v1alpha1", "PodGroup")
 
 
 async def test_an_expired_watch_lists_again_and_drops_pods_deleted_meanwhile():
@@ -111,7 +121,7 @@ async def test_an_expired_watch_lists_again_and_drops_pods_deleted_meanwhile():
             [line("ADDED", pod("c", "11")), line("ERROR", {"kind": "Status", "code": 410})],
         ],
     )
-    watch = PodWatch(source, Pokes(), initial_backoff=0)
+    watch = RawWatch(source, Pokes(), initial_backoff=0)
     await run_until_idle(watch, source)
 
     assert source.watched_from == ["10", "30"]
@@ -128,7 +138,7 @@ async def test_a_dropped_connection_watches_again_from_the_last_version():
             [line("ADDED", pod("b", "16"))],
         ],
     )
-    watch = PodWatch(source, Pokes(), initial_backoff=0)
+    watch = RawWatch(source, Pokes(), initial_backoff=0)
     await run_until_idle(watch, source)
 
     assert source.watched_from == ["10", "11", "15", "16"]
@@ -141,7 +151,7 @@ async def test_other_watch_errors_list_again():
         lists=[listing("10", pod("a", "9")), listing("40")],
         watches=[[line("ERROR", {"kind": "Status", "code": 500, "message": "etcd"})]],
     )
-    watch = PodWatch(source, Pokes(), initial_backoff=0)
+    watch = RawWatch(source, Pokes(), initial_backoff=0)
     await run_until_idle(watch, source)
 
     assert source.watched_from == ["10", "40"]
@@ -157,7 +167,7 @@ async def test_watches_that_end_with_nothing_are_retried_with_a_growing_wait(mon
         sleeps.append(delay)
         await real_sleep(0)
 
-    watch = PodWatch(source, Pokes(), initial_backoff=0.5, max_backoff=10)
+    watch = RawWatch(source, Pokes(), initial_backoff=0.5, max_backoff=10)
     monkeypatch.setattr(asyncio, "sleep", recording_sleep)
     await run_until_idle(watch, source)
     assert source.watched_from == ["10", "10", "10", "10"]
