@@ -10,7 +10,7 @@ work kube-scheduler's cache does incrementally before it hands out a snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from phalanx.core.errors import InvalidObject
@@ -31,6 +31,7 @@ from phalanx.core.model import (
     TopologySpec,
 )
 from phalanx.core.predicates import NO_CONSTRAINTS, static_exclusion
+from phalanx.core.result import Binding
 from phalanx.core.shapes import Shape, same_shape, shape_of
 from phalanx.topology.tree import DomainTree, tree_for
 
@@ -51,6 +52,23 @@ class Snapshot:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", ClusterIndex(self))
+
+
+def with_bindings(snapshot: Snapshot, bindings: Sequence[Binding]) -> Snapshot:
+    """The snapshot as it will be once `bindings` land: the same objects, the bound pods
+    on their nodes (parsing nothing again, only the index is rebuilt)."""
+    if not bindings:
+        return snapshot
+    nodes = {str(b.pod): str(b.node) for b in bindings}
+    pods = tuple(
+        _bound(pod, nodes[pod.key]) if pod.key in nodes else pod for pod in snapshot.pods
+    )
+    return replace(snapshot, pods=pods)
+
+
+def _bound(pod: PodInfo, node: str) -> PodInfo:
+    gates = tuple(g for g in pod.scheduling_gates if g != GANG_GATE)
+    return replace(pod, node_name=node, scheduling_gates=gates)
 
 
 def is_ours(pod: PodInfo) -> bool:

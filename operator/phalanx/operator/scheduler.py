@@ -21,7 +21,7 @@ import structlog
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
 from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.snapshot import Snapshot, with_bindings
 from phalanx.core.status import Reason
 from phalanx.observe.gpu_usage import gpu_usage
 from phalanx.observe.logging import cycle_context, group_context
@@ -160,11 +160,7 @@ class Scheduler:
         await self._release_partial(result, groups, members, now)
         phases = self._group_statuses(result, groups, members, hidden, now)
         self._missing_groups(result, members, now)
-        if result.bindings:  # report capacity as it is after this cycle's placements
-            snapshot = take_snapshot(
-                self.cache, self.assumed, self.config.mode, hidden, self.config.namespaces,
-                self.memo,
-            )
+        snapshot = with_bindings(snapshot, result.bindings)  # capacity after this cycle
         usage = gpu_usage(snapshot)
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
         self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))
