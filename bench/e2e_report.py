@@ -144,6 +144,53 @@ def compare(phalanx: Mapping[str, Any], kube: Mapping[str, Any]) -> dict[str, An
             "phalanx_loses": losses}
 
 
+def compare_rounds(phalanx: Sequence[Mapping[str, Any]],
+                   kube: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Like `compare`, over rounds: means compared, every round's ratio kept, and the
+    spread (min, max) of each figure for each scheduler."""
+    ours = [headline(run) for run in phalanx]
+    theirs = [headline(run) for run in kube]
+    ours_mean, theirs_mean = _mean(ours), _mean(theirs)
+    losses = []
+    for key in ours_mean:
+        a, b = ours_mean[key], theirs_mean[key]
+        if a is None or b is None:
+            continue
+        if (a > b) if key in LOWER_IS_BETTER else (a < b):
+            losses.append(f"{LABELS[key]}: {_fmt(a)} vs {_fmt(b)} (kube-scheduler), "
+                          f"mean of {len(ours)} round(s)")
+    return {
+        "rounds": len(ours),
+        "phalanx": ours_mean,
+        "kube_scheduler": theirs_mean,
+        "phalanx_min": _extreme(ours, min), "phalanx_max": _extreme(ours, max),
+        "kube_scheduler_min": _extreme(theirs, min), "kube_scheduler_max": _extreme(theirs, max),
+        "ratio_phalanx_over_kube": {k: _ratio(ours_mean[k], theirs_mean[k]) for k in ours_mean},
+        "ratio_by_round": {k: [_ratio(a[k], b[k]) for a, b in zip(ours, theirs, strict=True)]
+                           for k in ours_mean},
+        "phalanx_loses": losses,
+    }
+
+
+def _mean(figures: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    keys = figures[0].keys() if figures else ()
+    means: dict[str, float | None] = {}
+    for key in keys:
+        values = [v for f in figures if (v := f[key]) is not None]
+        means[key] = _round(sum(values) / len(values)) if values else None
+    return means
+
+
+def _extreme(figures: Sequence[Mapping[str, float | None]],
+             pick: Callable[[list[float]], float]) -> dict[str, float | None]:
+    keys = figures[0].keys() if figures else ()
+    spread: dict[str, float | None] = {}
+    for key in keys:
+        values = [v for f in figures if (v := f[key]) is not None]
+        spread[key] = pick(values) if values else None
+    return spread
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a is not None and b else None
 
@@ -181,9 +228,18 @@ def readme_section(results: Mapping[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     ratios = comparison["ratio_phalanx_over_kube"]
+    rounds = comparison.get("rounds", 1)
+    if rounds > 1:
+        lines[-2] = ("| figure (mean of rounds; min - max) | Phalanx (binder) | kube-scheduler "
+                     "| Phalanx / kube-scheduler (ratio of means; by round) |")
     for key, label in LABELS.items():
-        lines.append(f"| {label} | {_fmt(comparison['phalanx'][key])} | "
-                     f"{_fmt(comparison['kube_scheduler'][key])} | {_fmt(ratios[key])} |")
+        lines.append(f"| {label} | {_spread(comparison, 'phalanx', key)} | "
+                     f"{_spread(comparison, 'kube_scheduler', key)} | {_fmt(ratios[key])}"
+                     f"{_by_round(comparison, key)} |")
+    if rounds > 1:
+        lines += ["", f"{rounds} rounds, each a Phalanx run then a kube-scheduler run on fresh "
+                  "clusters; the rows below are from round 1."]
+    lines += ["", "| round 1 | Phalanx (binder) | kube-scheduler | |", "|---|---|---|---|"]
     extra: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
         ("pods bound / pods submitted", lambda r: f"{r['throughput']['pods_bound']:,} / "
                                                   f"{r['pods']:,}"),
@@ -225,6 +281,19 @@ def readme_section(results: Mapping[str, Any]) -> str:
     lines += [f"- {loss}" for loss in losses]
     lines += ["", README_END]
     return "\n".join(lines)
+
+
+def _spread(comparison: Mapping[str, Any], who: str, key: str) -> str:
+    mean = _fmt(comparison[who][key])
+    if comparison.get("rounds", 1) <= 1:
+        return mean
+    return f"{mean} ({_fmt(comparison[f'{who}_min'][key])} - {_fmt(comparison[f'{who}_max'][key])})"
+
+
+def _by_round(comparison: Mapping[str, Any], key: str) -> str:
+    if comparison.get("rounds", 1) <= 1:
+        return ""
+    return " (" + ", ".join(_fmt(r) for r in comparison["ratio_by_round"][key]) + ")"
 
 
 def replace_section(readme: str, section: str) -> str:

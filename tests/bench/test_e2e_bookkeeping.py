@@ -123,3 +123,24 @@ def test_a_pod_seen_only_by_a_relist_takes_its_scheduled_condition_time() -> Non
     times, late = bind_times({"a": ("watch", ten + 0.2), "b": ("list", ten + 7.0)}, listing)
     assert times == {"a": ten + 0.2, "b": ten + 0.5}
     assert late == {"b": True}
+
+
+def _run(pods_per_second: float, rss: float) -> dict[str, object]:
+    return {"throughput": {"pods_per_second": pods_per_second},
+            "gang_latency_s": {"all": {"p50": 10.0, "p99": 20.0}},
+            "api_requests": {"component_per_bound_pod": 1.5},
+            "component": {"cpu_seconds_window": 30.0, "peak_rss_mib": rss}}
+
+
+def test_rounds_compare_means_and_keep_every_round_and_the_worst_rss() -> None:
+    from bench.e2e_report import compare_rounds
+
+    comparison = compare_rounds([_run(100, 200), _run(120, 260)], [_run(110, 150), _run(90, 150)])
+    assert comparison["rounds"] == 2
+    assert comparison["phalanx"]["pods_per_second"] == 110
+    assert comparison["ratio_phalanx_over_kube"]["pods_per_second"] == 1.1
+    assert comparison["ratio_by_round"]["pods_per_second"] == [0.909, 1.333]
+    assert comparison["phalanx_max"]["peak_rss_mib"] == 260
+    assert comparison["kube_scheduler_min"]["pods_per_second"] == 90
+    assert any("RSS" in loss for loss in comparison["phalanx_loses"])
+    assert not any("pods bound per second" in loss for loss in comparison["phalanx_loses"])
