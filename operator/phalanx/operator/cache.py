@@ -1,10 +1,10 @@
 """In-memory indexes of the watched objects: one slimmed body per object.
 
-Nodes, Queues, NetworkTopologies and PriorityClasses are Kopf indexes (`@kopf.index`:
-Kopf drops a body when its object is deleted and holds back every other handler until
-all indexes are listed, see handlers.py). Pods and PodGroups, by far the most frequent
-events, come from a plain list+watch in the same shape (raw_watch.py). The cache is
-complete once all have listed.
+Queues, NetworkTopologies and PriorityClasses are Kopf indexes (`@kopf.index`: Kopf drops
+a body when its object is deleted and holds back every other handler until all indexes
+are listed, see handlers.py). Pods, PodGroups and Nodes, the numerous kinds, come from a
+plain list+watch in the same shape (raw_watch.py). The cache is complete once all have
+listed.
 """
 
 from __future__ import annotations

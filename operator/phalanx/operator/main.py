@@ -70,14 +70,17 @@ class Operator:
             ApiListWatch(self.api_client, path=group_path("podgroups")), self.loop.poke,
             api_version=f"{API_GROUP}/{API_VERSION}", kind="PodGroup",
         )
+        self.node_watch = RawWatch(
+            ApiListWatch(self.api_client, path="/api/v1/nodes"), self.loop.poke, kind="Node"
+        )
         self.stores[Kind.POD] = self.pod_watch.store
         self.stores[Kind.POD_GROUP] = self.group_watch.store
+        self.stores[Kind.NODE] = self.node_watch.store
         self._kopf_ready = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
         self._watch_tasks: list[asyncio.Task[None]] = []
-        register(self.registry, self.stores, self._changed, self._startup, self._cleanup,
-                 on_indexed=self.loop.poke)
+        register(self.registry, self.stores, self._changed, self._startup, self._cleanup)
         kopf.on.login(registry=self.registry)(self._login)
 
     async def run(
@@ -103,8 +106,8 @@ class Operator:
     async def _run_loop(self) -> None:
         """Cycles start once Kopf's indexes and the raw watches' first LISTs are in."""
         await self._kopf_ready.wait()
-        await self.pod_watch.listed.wait()
-        await self.group_watch.listed.wait()
+        for watch in (self.pod_watch, self.group_watch, self.node_watch):
+            await watch.listed.wait()
         self.loop.ready.set()
         await self.loop.run()
 
@@ -114,6 +117,7 @@ class Operator:
         self._watch_tasks = [
             asyncio.create_task(self.pod_watch.run(), name="phalanx pod watch"),
             asyncio.create_task(self.group_watch.run(), name="phalanx podgroup watch"),
+            asyncio.create_task(self.node_watch.run(), name="phalanx node watch"),
         ]
         self._task = asyncio.create_task(self._run_loop(), name="phalanx scheduling loop")
         log.info("operator started", mode=self.config.mode.value)

@@ -1,4 +1,4 @@
-"""What the operator can be tuned with, and the Kopf settings that keep Pods and Nodes untouched."""
+"""What the operator can be tuned with, and Kopf settings that keep watched objects untouched."""
 
 from __future__ import annotations
 
@@ -66,9 +66,10 @@ class OperatorConfig:
 
 
 def kopf_settings(config: OperatorConfig) -> kopf.OperatorSettings:
-    """Kopf settings that write nothing onto Pods or Nodes.
+    """Kopf settings that write nothing onto what Kopf watches.
 
-    Only index and event handlers watch Pods and Nodes, and those never patch. Kopf's
+    Kopf watches only Queues, NetworkTopologies and PriorityClasses (Pods, PodGroups and
+    Nodes come from `raw_watch.py`), with index and event handlers that never patch. Kopf's
     bookkeeping (progress, diff base) would only concern change handlers, which Phalanx
     does not register; it is still kept in Phalanx-prefixed annotations so it is
     recognisable. Kopf's own k8s Events are off (Phalanx posts its own, on PodGroups).
