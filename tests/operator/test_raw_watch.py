@@ -1,4 +1,4 @@
-"""The raw watch (Pods, PodGroups) keeps its store in step with the API server: events, expiry, drops."""
+"""The raw watch keeps its store in step with the API server: events, expiry, drops, silence."""
 
 from __future__ import annotations
 
@@ -172,3 +172,45 @@ async def test_watches_that_end_with_nothing_are_retried_with_a_growing_wait(mon
     await run_until_idle(watch, source)
     assert source.watched_from == ["10", "10", "10", "10"]
     assert sleeps[:3] == [0.5, 1.0, 2.0]
+
+
+async def test_a_watch_that_goes_silent_is_given_up_after_the_read_timeout():
+    """A connection that died without a FIN would otherwise leave the operator blind until
+    the watch's own timeout (five minutes)."""
+    from aiohttp import web
+    from kubernetes_asyncio import client as k8s
+
+    from phalanx.operator.raw_watch import ApiListWatch
+
+    done = asyncio.Event()
+
+    async def stalled_watch(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(line("ADDED", pod("a", "11")) + b"\n")
+        with contextlib.suppress(TimeoutError):  # then nothing, as from a dead peer
+            await asyncio.wait_for(done.wait(), timeout=30)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/pods", stalled_watch)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    configuration = k8s.Configuration(host=f"http://127.0.0.1:{port}")
+    api_client = k8s.ApiClient(configuration)
+    try:
+        source = ApiListWatch(api_client, read_timeout=0.5)
+        received = []
+        started = asyncio.get_running_loop().time()
+        with contextlib.suppress(TimeoutError):
+            async for item in source.watch("10"):
+                received.append(json.loads(item))
+        assert [r["object"]["metadata"]["name"] for r in received] == ["a"]
+        assert asyncio.get_running_loop().time() - started < 5
+    finally:
+        done.set()
+        await api_client.close()
+        await runner.cleanup()

@@ -28,6 +28,9 @@ from phalanx.operator.cache import Body, object_key, slim
 log = structlog.get_logger("phalanx.operator")
 
 PODS_PATH = "/api/v1/pods"
+# With allowWatchBookmarks the API server sends a bookmark about every minute on a quiet
+# watch (kubernetes/kubernetes#90249), so a watch silent for this long is a dead one.
+READ_TIMEOUT_SECONDS = 150.0
 
 
 class Expired(Exception):
@@ -149,11 +152,16 @@ class ApiListWatch:
     """`ListWatchSource` over a kubernetes-asyncio ApiClient; replies never become models."""
 
     def __init__(
-        self, api_client: k8s.ApiClient, timeout_seconds: int = 300, path: str = PODS_PATH
+        self,
+        api_client: k8s.ApiClient,
+        timeout_seconds: int = 300,
+        path: str = PODS_PATH,
+        read_timeout: float = READ_TIMEOUT_SECONDS,
     ) -> None:
         self._client = api_client
         self._timeout = timeout_seconds
         self._path = path
+        self._read_timeout = read_timeout
 
     async def _get(self, query: list[tuple[str, Any]], timeout: aiohttp.ClientTimeout) -> Any:
         return await self._client.call_api(
@@ -181,7 +189,9 @@ class ApiListWatch:
             ("resourceVersion", resource_version),
             ("timeoutSeconds", self._timeout),
         ]
-        timeout = aiohttp.ClientTimeout(total=self._timeout + 30, sock_connect=10)
+        timeout = aiohttp.ClientTimeout(
+            total=self._timeout + 30, sock_connect=10, sock_read=self._read_timeout
+        )
         response = await self._get(query, timeout)
         try:
             # Split lines ourselves: aiohttp's readline refuses lines over 128 KiB.
