@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client as k8s
 
+from operator_thread import operator_in_thread
 from phalanx.cluster import LocalCluster
 from phalanx.operator.main import Operator
 from phalanx.operator.settings import OperatorConfig
@@ -37,38 +36,16 @@ def account_configuration(cluster: LocalCluster) -> k8s.Configuration:
 
 @pytest.fixture
 def operator_as_account(installed_rbac: LocalCluster) -> Iterator[Operator]:
-    """The operator on its own loop in a thread (Kopf cancels foreign tasks on its loop)."""
     cluster = installed_rbac
     # Let the operator create the default Queue itself: that needs `create queues`.
     cluster.kubectl("delete", "queues.scheduling.phalanx.io", "default", "--ignore-not-found")
     configuration = account_configuration(cluster)
-    holder: list[Operator] = []
-    failure: list[BaseException] = []
-    stop = threading.Event()
 
-    async def serve() -> None:
-        operator = Operator(configuration, FAST)
-        holder.append(operator)
-        await operator.run(stop=stop)  # type: ignore[arg-type]  # Kopf takes threading.Event
+    async def make() -> Operator:
+        return Operator(configuration, FAST)
 
-    def main() -> None:
-        try:
-            asyncio.run(serve())
-        except BaseException as error:  # reported below
-            failure.append(error)
-
-    thread = threading.Thread(target=main, name="phalanx-as-account", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + PATIENCE
-    while not holder or holder[0].loop.cycles == 0:
-        assert not failure, failure
-        assert time.monotonic() < deadline, "operator did not start as the ServiceAccount"
-        time.sleep(0.1)
-    yield holder[0]
-    stop.set()
-    thread.join(60)
-    assert not thread.is_alive(), "operator did not stop"
-    assert not failure, failure
+    with operator_in_thread(make, "phalanx-as-account", PATIENCE) as operator:
+        yield operator
 
 
 def pod(name: str, group: str, gpus: int, gated: bool = False) -> dict[str, Any]:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
 
+from operator_thread import operator_in_thread
 from phalanx.cluster import LocalCluster
 from phalanx.operator.client import load_configuration
 from phalanx.operator.main import Operator
@@ -54,36 +52,11 @@ def ready_nodes(cluster: LocalCluster) -> LocalCluster:
 
 @pytest.fixture
 def phalanx(ready_nodes: LocalCluster) -> Iterator[Operator]:
-    """A running operator (mode both) whose cache is synced and first cycle is done.
+    """A running operator (mode both) whose cache is synced and first cycle is done."""
 
-    It runs on its own event loop in a thread: Kopf cancels every task created on its
-    loop after it started when it stops, which would include the test's own tasks.
-    """
-    holder: list[Operator] = []
-    stop = threading.Event()
-    failure: list[BaseException] = []
+    async def make() -> Operator:
+        return Operator(await load_configuration(str(ready_nodes.kubeconfig)), FAST)
 
-    async def serve() -> None:
-        operator = Operator(await load_configuration(str(ready_nodes.kubeconfig)), FAST)
-        holder.append(operator)
-        await operator.run(stop=stop)
-
-    def main() -> None:
-        try:
-            asyncio.run(serve())
-        except BaseException as error:  # reported by the fixture
-            failure.append(error)
-
-    thread = threading.Thread(target=main, name="phalanx-operator", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not holder or holder[0].loop.cycles == 0:
-        assert not failure, failure
-        assert time.monotonic() < deadline, "operator did not start"
-        time.sleep(0.1)
-    yield holder[0]
-    stop.set()
-    thread.join(60)
-    assert not thread.is_alive(), "operator did not stop"
-    assert not failure, failure
-    assert holder[0].loop.errors == 0
+    with operator_in_thread(make, "phalanx-operator") as operator:
+        yield operator
+    assert operator.loop.errors == 0
