@@ -1,10 +1,11 @@
-"""The writer: plan first, all of a gang concurrently (bounded), failures rolled back."""
+"""The writer: nothing before the plan is recorded, all of a gang concurrently (bounded),
+failures rolled back."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 
-from operator_fakes import FakeApi, pod, podgroup
+from operator_fakes import FakeApi, pod
 
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import Writer
@@ -16,46 +17,48 @@ def gang(n: int) -> tuple[dict[str, str], dict[str, dict]]:
     return assignments, pods
 
 
-async def test_plan_is_recorded_before_any_binding_and_cleared_after():
+async def test_no_pod_is_bound_before_the_plan_is_recorded_and_all_are_after():
     api, assumed = FakeApi(), AssumedPods(60)
     assignments, pods = gang(8)
-    outcome = await Writer(api, assumed, 4).place_gang("ns/g", podgroup(), assignments, pods)
+    recorded: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    writer = Writer(api, assumed, 4)
+    task = asyncio.create_task(writer.place_gang("ns/g", assignments, pods, recorded=recorded))
+    await asyncio.sleep(0.05)
+    assert api.calls == [] and all(assumed.node_of(k) == v for k, v in assignments.items())
+    recorded.set_result(True)
+    outcome = await task
     assert len(outcome.placed) == 8 and not outcome.failed
-    first, last = api.calls[0], api.calls[-1]
-    assert first[0] == "PATCH" and first[1].endswith("/podgroups/g")
-    plan = json.loads(first[2]["metadata"]["annotations"]["scheduling.phalanx.io/plan"])
-    assert plan["pods"] == assignments
-    assert last[0] == "PATCH" and last[2]["metadata"]["annotations"] == {
-        "scheduling.phalanx.io/plan": None}
     bindings = [body for m, p, body in api.calls if p.endswith("/binding")]
     assert {(b["metadata"]["name"], b["target"]["name"]) for b in bindings} == {
         (k.split("/")[1], v) for k, v in assignments.items()}
     assert all(assumed.node_of(k) == v for k, v in assignments.items())
+    assert writer.in_flight == 0
 
 
 async def test_requests_in_flight_are_bounded():
     api = FakeApi()
     assignments, pods = gang(64)
-    await Writer(api, AssumedPods(60), 8).place_gang("ns/g", podgroup(), assignments, pods)
+    await Writer(api, AssumedPods(60), 8).place_gang("ns/g", assignments, pods)
     assert api.max_in_flight <= 8
     assert len(api.paths("POST")) == 64
 
 
-async def test_nothing_is_bound_when_the_group_is_gone():
-    api = FakeApi()
-    api.fail(lambda m, p: m == "PATCH" and p.endswith("/podgroups/g"))
+async def test_nothing_is_bound_when_the_plan_could_not_be_recorded():
+    api, assumed = FakeApi(), AssumedPods(60)
     assignments, pods = gang(4)
-    outcome = await Writer(api, AssumedPods(60), 4).place_gang(
-        "ns/g", podgroup(), assignments, pods)
+    recorded: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    recorded.set_result(False)  # the status write failed: the group is gone
+    writer = Writer(api, assumed, 4)
+    outcome = await writer.place_gang("ns/g", assignments, pods, recorded=recorded)
     assert outcome.skipped and not outcome.placed
-    assert api.paths("POST") == []
+    assert api.calls == [] and len(assumed) == 0 and writer.in_flight == 0
 
 
 async def test_failed_bindings_are_not_assumed_and_reported():
     api, assumed = FakeApi(), AssumedPods(60)
     api.fail(lambda m, p: p.endswith("/pods/p1/binding"), 409)
     assignments, pods = gang(4)
-    outcome = await Writer(api, assumed, 4).place_gang("ns/g", podgroup(), assignments, pods)
+    outcome = await Writer(api, assumed, 4).place_gang("ns/g", assignments, pods)
     assert set(outcome.failed) == {"ns/p1"} and outcome.partial
     assert "ns/p1" not in assumed and "ns/p0" in assumed
 
@@ -63,7 +66,7 @@ async def test_failed_bindings_are_not_assumed_and_reported():
 async def test_gated_pods_are_pinned_and_ungated_instead_of_bound():
     api = FakeApi()
     pods = {"ns/a": pod("a", gated=True, scheduler="default-scheduler")}
-    await Writer(api, AssumedPods(60), 4).place_gang("ns/g", podgroup(), {"ns/a": "n9"}, pods)
+    await Writer(api, AssumedPods(60), 4).place_gang("ns/g", {"ns/a": "n9"}, pods)
     patches = [(p, b) for m, p, b in api.calls if m == "PATCH" and p.endswith("/pods/a")]
     assert len(patches) == 1 and api.paths("POST") == []
     assert patches[0][1]["spec"]["schedulingGates"] is None

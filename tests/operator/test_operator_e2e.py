@@ -289,8 +289,12 @@ async def test_operator_killed_while_placing_finishes_or_drops_its_plans(
         await no_node_overcommitted(cluster)
         pods = await pods_in(cluster, namespace)
         assert pods["crashed-1"]["spec"]["nodeName"] == target  # the plan was finished
-        group = await group_of(cluster, namespace, "crashed")
-        assert "scheduling.phalanx.io/plan" not in (group["metadata"].get("annotations") or {})
+
+        async def plan_removed() -> bool:
+            group = await group_of(cluster, namespace, "crashed")
+            return "plan" not in (group.get("status") or {})
+
+        await eventually(plan_removed, 60)
     finally:
         second.send_signal(signal.SIGTERM)
         try:
@@ -306,11 +310,13 @@ async def _crash_in_the_middle(cluster: LocalCluster, namespace: str) -> str:
     busy = {p["spec"].get("nodeName") for p in (await kubectl_json(
         cluster, "get", "pods", "-A"))["items"]}
     target = next(n["metadata"]["name"] for n in nodes if n["metadata"]["name"] not in busy)
-    plan = json.dumps({"id": "crashed-plan", "pods": {
-        f"{namespace}/crashed-0": target, f"{namespace}/crashed-1": target}})
+    plan = {"id": "crashed-plan", "pods": {
+        f"{namespace}/crashed-0": target, f"{namespace}/crashed-1": target}}
     objects = gang("crashed", 2, gpus=2)
-    objects[0]["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": plan}
     await apply(cluster, objects, namespace)
+    await asyncio.to_thread(
+        cluster.kubectl, "patch", "podgroups.scheduling.phalanx.io", "crashed", "-n", namespace,
+        "--subresource=status", "--type=merge", "-p", json.dumps({"status": {"plan": plan}}))
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "crashed-0"},
                "target": {"apiVersion": "v1", "kind": "Node", "name": target}}
     await asyncio.to_thread(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from operator_fakes import pod, podgroup
 
 from phalanx.operator.plans import Outcome, Plan, decode_plan, resolve
@@ -11,16 +9,23 @@ from phalanx.operator.plans import Outcome, Plan, decode_plan, resolve
 PLAN = Plan("p1", {"ns/a": "n1", "ns/b": "n2", "ns/c": "n3"})
 
 
-def test_plan_round_trips_through_the_annotation():
-    group = podgroup()
-    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": PLAN.encode()}
+def test_plan_round_trips_through_the_status():
+    group = podgroup(status={"plan": PLAN.status()})
     assert decode_plan(group) == PLAN
 
 
+def test_a_plan_replacing_another_removes_the_pods_it_does_not_have():
+    """A merge patch merges maps: pods of the old plan must be nulled explicitly."""
+    old = Plan("p0", {"ns/a": "n9", "ns/z": "n9"}).status()
+    patch = PLAN.status(replacing=old)
+    assert patch["pods"]["ns/z"] is None and patch["pods"]["ns/a"] == "n1"
+    merged = {**old["pods"], **patch["pods"]}
+    assert decode_plan(podgroup(status={"plan": {"id": patch["id"], "pods": merged}})) == PLAN
+
+
 def test_unreadable_plan_is_no_plan():
-    group = podgroup()
-    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": json.dumps({"x": 1})}
-    assert decode_plan(group) is None
+    assert decode_plan(podgroup(status={"plan": {"x": 1}})) is None
+    assert decode_plan(podgroup(status={"plan": "not a map"})) is None
 
 
 def test_partly_bound_plan_is_finished_on_the_same_nodes():

@@ -60,9 +60,8 @@ async def test_an_idle_cluster_causes_no_writes():
 
 
 async def test_a_leftover_plan_is_finished_on_its_nodes_first():
-    group = podgroup(min_member=2)
-    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": json.dumps(
-        {"id": "old", "pods": {"ns/a": "n2", "ns/b": "n3"}})}
+    group = podgroup(min_member=2, status={"plan": {"id": "old", "pods": {
+        "ns/a": "n2", "ns/b": "n3"}}})
     objects = cluster(group, gpu_pod("a", node="n2"), gpu_pod("b"), podgroup("other", min_member=1),
                       gpu_pod("c", group="other"))
     api = FakeApi()
@@ -74,9 +73,8 @@ async def test_a_leftover_plan_is_finished_on_its_nodes_first():
 
 
 async def test_a_plan_with_nothing_bound_is_dropped_and_replanned():
-    group = podgroup(min_member=2)
-    group["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": json.dumps(
-        {"id": "old", "pods": {"ns/a": "gone-node", "ns/b": "n3"}})}
+    group = podgroup(min_member=2, status={"plan": {"id": "old", "pods": {
+        "ns/a": "gone-node", "ns/b": "n3"}}})
     objects = cluster(group, gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
     await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
@@ -194,3 +192,28 @@ async def test_a_gang_whose_pods_are_still_arriving_gets_no_status_until_the_gra
     assert status["phase"] == "Pending"
     reasons = [b["reason"] for m, p, b in api.calls if p.endswith("/events")]
     assert reasons == ["GangIncomplete"]
+
+
+async def test_a_placed_gangs_plan_rides_on_its_status_write_before_any_binding():
+    """A crash between two bindings is recoverable, at no write of its own: the plan is in
+    the status write that reports the placement, and the next status write removes it."""
+    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    api = FakeApi()
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+                          clock=lambda: 1000.0)
+    await settled_cycle(scheduler)
+    writes = [(p, b) for m, p, b in api.calls if "/podgroups/" in p or p.endswith("/binding")]
+    assert writes[0][0].endswith("/podgroups/g/status")
+    assert set(writes[0][1]["status"]["plan"]["pods"]) == {"ns/a", "ns/b"}
+    assert sorted(p.rsplit("/", 2)[-2] for p, _ in writes[1:]) == ["a", "b"]
+    assert all(p.endswith("/binding") for p, _ in writes[1:])
+    echo_writes(api, objects)
+    for body in objects:
+        if body["kind"] == "Pod":
+            body["status"]["phase"] = "Running"
+    api.calls.clear()
+    await settled_cycle(scheduler)
+    statuses = [b["status"] for m, p, b in api.calls if p.endswith("/podgroups/g/status")]
+    assert len(statuses) == 1 and statuses[0]["plan"] is None
+    assert statuses[0]["phase"] == "Running"
+    assert [p for m, p, b in api.calls if p.endswith("/podgroups/g")] == []  # no metadata write

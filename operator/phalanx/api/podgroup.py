@@ -74,6 +74,11 @@ class Placement(StatusModel):
     summary: str | None = Field(default=None, max_length=256)
 
 
+class PlacementPlan(StatusModel):
+    id: str = Field(max_length=64)
+    pods: dict[str, str]
+
+
 class PodGroupStatus(StatusModel):
     phase: Phase | None = None
     pending: int | None = Field(default=None, ge=0)
@@ -82,6 +87,7 @@ class PodGroupStatus(StatusModel):
     failed: int | None = Field(default=None, ge=0)
     conditions: list[Condition] | None = Field(default=None, max_length=16)
     placement: Placement | None = None
+    plan: PlacementPlan | None = None
     scheduled_time: datetime | None = None
     admitted_time: datetime | None = None
     observed_generation: int | None = Field(default=None, ge=0)

@@ -30,7 +30,8 @@ class BackgroundWrites:
     def __init__(self, concurrency: int) -> None:
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._pending: dict[str, Job] = {}  # object key -> newest write not started yet
+        # object key -> writes not started yet: kept ones, then at most one replaceable
+        self._pending: dict[str, list[tuple[Job, bool]]] = {}
         self._draining: set[str] = set()  # object keys with a writer task
         self.failures = 0
 
@@ -43,9 +44,13 @@ class BackgroundWrites:
         self._tasks.add(task)
         task.add_done_callback(self._finished)
 
-    def offer(self, key: str, job: Job) -> None:
-        """Write `key` with `job`, after any write of `key` in flight; replaces a queued one."""
-        self._pending[key] = job
+    def offer(self, key: str, job: Job, keep: bool = False) -> None:
+        """Write `key` with `job`, after any write of `key` in flight; it replaces a queued
+        one unless that one is to be kept (a write others wait for, e.g. a gang's plan)."""
+        queue = self._pending.setdefault(key, [])
+        if queue and not queue[-1][1]:
+            queue.pop()
+        queue.append((job, keep))
         if key not in self._draining:
             self._draining.add(key)
             self.spawn(self._drain(key), name=f"status {key}")
@@ -75,14 +80,17 @@ class BackgroundWrites:
 
     async def _drain(self, key: str) -> None:
         try:
-            while key in self._pending:
+            while self._pending.get(key):
+                job, _ = self._pending[key].pop(0)
                 try:
-                    await self.bounded(self._pending.pop(key))
+                    await self.bounded(job)
                 except Exception:  # the object's next write must not wait for another offer
                     self.failures += 1
                     log.exception("status write failed", object=key)
         finally:
             self._draining.discard(key)
+            if not self._pending.get(key):
+                self._pending.pop(key, None)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

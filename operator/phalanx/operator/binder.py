@@ -1,9 +1,10 @@
 """The writer of placements: a gang's pods bound (or un-gated) together, plan first.
 
-Per gang: 1. the plan (pod -> node) is written on the PodGroup; if that fails (group
-deleted), nothing else is written. 2. Every pod is assumed on its node. 3. Bindings
-(binder mode) or pin-and-ungate patches (gate mode) go out concurrently, bounded by a
-semaphore shared by all gangs. 4. Failed pods are un-assumed and the plan is removed.
+Per gang: 1. every pod is assumed on its node. 2. The scheduler's status write records
+the plan (pod -> node) in the PodGroup's status; if that fails (group deleted), nothing
+else is written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out
+concurrently, bounded by a semaphore shared by all gangs. 4. Failed pods are un-assumed;
+the next status write removes the plan.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
 final. Those pods stay bound and count as placed members; the next cycles place the
@@ -16,17 +17,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body
-from phalanx.operator.client import MERGE_PATCH, Api, Reply, group_path, pod_path
+from phalanx.operator.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.gates import ungate_patch
 from phalanx.operator.plans import Plan
 from phalanx.operator.pods import is_gated
-from phalanx.operator.settings import PLAN_ANNOTATION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,35 +84,33 @@ class Writer:
     def place_gang(
         self,
         group_key: str,
-        group: Body | None,
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
-        plan_id: str | None = None,
+        plan: Plan | None = None,
+        recorded: Awaitable[bool] | None = None,
     ) -> Coroutine[Any, Any, GangOutcome]:
         """Assume every assigned pod on its node now, and return the writes to await (or
-        run in the background); `group` None for implicit groups (no plan is kept)."""
+        run in the background). With `recorded`, nothing is bound before it says the
+        plan is in the PodGroup's status (False: the gang is not placed)."""
         for pod_key, node in assignments.items():
             self._assumed.assume(pod_key, node)
         self._track(len(assignments))
-        return self._write_gang(group_key, group, dict(assignments), pods, plan_id)
+        if plan is not None:
+            self.plan_ids.add(plan.id)
+        return self._write_gang(group_key, dict(assignments), pods, recorded)
 
     async def _write_gang(
         self,
         group_key: str,
-        group: Body | None,
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
-        plan_id: str | None,
+        recorded: Awaitable[bool] | None,
     ) -> GangOutcome:
-        plan = Plan(plan_id or uuid.uuid4().hex[:12], dict(assignments))
-        self.plan_ids.add(plan.id)
-        if group is not None and plan_id is None:
-            reply = await self._set_plan(group, plan.encode())
-            if not reply.ok:
-                for pod_key in assignments:
-                    self._assumed.forget(pod_key)
-                self._track(-len(assignments))
-                return GangOutcome(group_key, skipped=f"plan not recorded: {reply.reason}")
+        if recorded is not None and not await recorded:
+            for pod_key in assignments:
+                self._assumed.forget(pod_key)
+            self._track(-len(assignments))
+            return GangOutcome(group_key, skipped="plan not recorded in the PodGroup's status")
         replies = await asyncio.gather(
             *(self._place_pod(key, node, pods.get(key)) for key, node in assignments.items())
         )
@@ -124,19 +121,7 @@ class Writer:
             else:
                 failed[key] = f"{reply.status} {reply.reason}"
                 self._assumed.forget(key)
-        if group is not None:
-            await self._set_plan(group, None)
         return GangOutcome(group_key, tuple(placed), failed)
-
-    async def clear_plan(self, group: Body) -> Reply:
-        return await self._set_plan(group, None)
-
-    async def _set_plan(self, group: Body, value: str | None) -> Reply:
-        meta = group.get("metadata", {})
-        path = group_path("podgroups", meta.get("name", ""), meta.get("namespace", ""))
-        patch = {"metadata": {"annotations": {PLAN_ANNOTATION: value}}}
-        self.requests += 1
-        return await self._api.request("PATCH", path, patch, MERGE_PATCH)
 
     async def _place_pod(self, pod_key: str, node: str, pod: Body | None) -> Reply:
         try:

@@ -1,4 +1,8 @@
-"""The intended placement of a gang, written on its PodGroup before any pod is placed.
+"""The intended placement of a gang, in its PodGroup's status before any pod is placed.
+
+The plan rides on the status write that reports the placement (and is removed by the
+next status write once the pods are bound): a PodGroup write costs the API server as
+much as two or three Events, so it gets no writes of its own.
 
 A restarted operator reads leftover plans first: a plan with some pods already placed
 is finished (the rest go to the same nodes, reserved before the cycle runs); a plan
@@ -10,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from phalanx.operator.cache import Body
 from phalanx.operator.pods import is_bound, is_deleting, is_gated, wants_phalanx
-from phalanx.operator.settings import PLAN_ANNOTATION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,19 +26,23 @@ class Plan:
     id: str
     pods: Mapping[str, str]  # pod key -> node
 
-    def encode(self) -> str:
-        return json.dumps({"id": self.id, "pods": dict(self.pods)}, sort_keys=True)
+    def status(self, replacing: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The plan as a status field for a merge patch; pods of a plan it replaces that
+        are not in this one are removed explicitly (a merge patch merges maps)."""
+        old = (replacing or {}).get("pods") or {}
+        pods: dict[str, str | None] = {key: None for key in old if key not in self.pods}
+        pods.update(self.pods)
+        return {"id": self.id, "pods": pods}
 
 
 def decode_plan(group: Body) -> Plan | None:
-    """The plan on a PodGroup, or None (absent or unreadable: treated as no plan)."""
-    raw = (group.get("metadata", {}).get("annotations") or {}).get(PLAN_ANNOTATION)
-    if not raw:
+    """The plan in a PodGroup's status, or None (absent or unreadable: no plan)."""
+    raw = (group.get("status") or {}).get("plan")
+    if not isinstance(raw, Mapping):
         return None
     try:
-        data = json.loads(raw)
-        pods = {str(k): str(v) for k, v in dict(data["pods"]).items()}
-        return Plan(str(data["id"]), pods)
+        pods = {str(k): str(v) for k, v in dict(raw["pods"]).items() if v is not None}
+        return Plan(str(raw["id"]), pods)
     except (ValueError, KeyError, TypeError):
         return None
 

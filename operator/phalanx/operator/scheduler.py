@@ -8,11 +8,13 @@ its gangs' pods assumed, and `settle()` waits for the writes.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import dataclasses
 import datetime
 import http
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -124,6 +126,8 @@ class Scheduler:
         self.running: set[str] = set()  # groups seen Running (time to running observed once)
         self._timings: dict[str, float] = {}
         self.memo = ParseMemo()
+        self.plans: dict[str, Plan] = {}  # group -> plan of its gang while it is written
+        self._recording: dict[str, asyncio.Future[bool]] = {}  # this cycle's new plans
 
     async def cycle(self) -> CycleResult:
         """Decide and start the writes; they continue after the cycle returns."""
@@ -159,6 +163,10 @@ class Scheduler:
         members = _members(pods.values())
         await self._release_partial(result, groups, members, now)
         phases = self._group_statuses(result, groups, members, hidden, now)
+        for recorded in self._recording.values():  # a group gone since the snapshot
+            if not recorded.done():
+                recorded.set_result(False)
+        self._recording.clear()
         self._missing_groups(result, members, now)
         snapshot = with_bindings(snapshot, result.bindings)  # capacity after this cycle
         usage = gpu_usage(snapshot)
@@ -198,13 +206,15 @@ class Scheduler:
     ) -> None:
         decision = resolve(plan, pods, nodes)
         if decision.outcome is Outcome.FINISH:
-            outcome = await self.writer.place_gang(
-                object_key(group), group, decision.remaining, pods, plan_id=plan.id
-            )
+            key = object_key(group)
+            self.plans[key] = plan  # the status keeps it until the pods are bound
+            try:
+                outcome = await self.writer.place_gang(key, decision.remaining, pods, plan)
+            finally:
+                self.plans.pop(key, None)
             self._count(outcome)
             log.info("plan finished", placed=len(outcome.placed), failed=len(outcome.failed))
-        else:
-            await self.writer.clear_plan(group)
+        else:  # the next status write removes it
             log.info("plan dropped", outcome=decision.outcome.value)
 
     def _place(
@@ -216,14 +226,24 @@ class Scheduler:
         for binding in result.bindings:
             gangs.setdefault(binding.group, {})[binding.pod] = binding.node
         for key, assignments in gangs.items():
-            writes = self.writer.place_gang(
-                key, self._group_body(key, result.decision(key)), assignments, pods
-            )
-            self.background.spawn(self._placed(writes, now), name=f"gang {key}")
+            plan, recorded = None, None
+            if self._group_body(key, result.decision(key)) is not None:
+                plan = Plan(uuid.uuid4().hex[:12], dict(assignments))
+                self.plans[key] = plan
+                recorded = asyncio.get_running_loop().create_future()
+                self._recording[key] = recorded  # the group's status write records it
+            writes = self.writer.place_gang(key, assignments, pods, plan, recorded)
+            self.background.spawn(self._placed(key, plan, writes, now), name=f"gang {key}")
         return {key: len(assignments) for key, assignments in gangs.items()}
 
-    async def _placed(self, writes: Awaitable[GangOutcome], now: float) -> None:
-        outcome = await writes
+    async def _placed(
+        self, key: str, plan: Plan | None, writes: Awaitable[GangOutcome], now: float
+    ) -> None:
+        try:
+            outcome = await writes
+        finally:
+            if plan is not None and self.plans.get(key) is plan:
+                del self.plans[key]  # the next status write removes it from the PodGroup
         self._count(outcome)
         group = self.cache.get(Kind.POD_GROUP, outcome.group)
         if group is not None:
@@ -326,19 +346,35 @@ class Scheduler:
         timed_out: bool,
         now: float,
     ) -> None:
-        """The group's Events and status, written in the background, Events first."""
-        if self._still_arriving(group, decision, now):
-            return
-        if not self._status_changes(f"podgroups/{key}", group, desired) and not timed_out:
-            return
+        """The group's Events and status, written in the background, Events first. A gang
+        placed this cycle has its plan in that status write, and is bound once it landed."""
+        self._with_plan(key, group, desired)
+        recording = self._recording.pop(key, None)
+        if recording is None:
+            if self._still_arriving(group, decision, now):
+                return
+            if not self._status_changes(f"podgroups/{key}", group, desired) and not timed_out:
+                return
 
         async def write() -> None:
             with group_context(key, queue):
                 await self._events_for(group, desired, decision, timed_out, now)
-                await self._patch_status(f"podgroups/{key}", group, "podgroups", desired)
+                ok = await self._patch_status(f"podgroups/{key}", group, "podgroups", desired)
+            if recording is not None and not recording.done():
+                recording.set_result(ok)
 
         self.written[f"podgroups/{key}"] = desired
-        self.background.offer(f"podgroups/{key}", write)
+        self.background.offer(f"podgroups/{key}", write, keep=recording is not None)
+
+    def _with_plan(self, key: str, group: Body, desired: dict[str, Any]) -> None:
+        """The plan of a gang being written stays in the status; any other is removed."""
+        shown = (group.get("status") or {}).get("plan")
+        plan = self.plans.get(key)
+        if plan is not None:
+            old = shown if isinstance(shown, Mapping) and shown.get("id") != plan.id else None
+            desired["plan"] = plan.status(replacing=old)
+        elif shown:
+            desired["plan"] = None
 
     def _still_arriving(self, group: Body, decision: GroupDecision | None, now: float) -> bool:
         """A gang whose pods are still being created is not news: no status and no
@@ -466,12 +502,14 @@ class Scheduler:
         if not self._status_changes(written_key, body, desired):
             return
         self.written[written_key] = desired
-        self.background.offer(
-            written_key, lambda: self._patch_status(written_key, body, plural, desired))
+        async def write() -> None:
+            await self._patch_status(written_key, body, plural, desired)
+
+        self.background.offer(written_key, write)
 
     async def _patch_status(
         self, written_key: str, body: Body, plural: str, desired: dict[str, Any]
-    ) -> None:
+    ) -> bool:
         meta = body.get("metadata", {})
         path = group_path(plural, meta.get("name", ""), meta.get("namespace", ""), "status")
         reply = await self.api.request("PATCH", path, {"status": desired}, MERGE_PATCH)
@@ -481,6 +519,7 @@ class Scheduler:
                 del self.written[written_key]  # the next cycle tries again
             log.warning("status not written", object=written_key, status=reply.status,
                         reason=reply.reason)
+        return reply.ok
 
     def _forget_deleted(self, groups: Mapping[str, Body]) -> None:
         live = {f"podgroups/{key}" for key in groups}

@@ -15,7 +15,6 @@ API_GROUP = "scheduling.phalanx.io"
 API_VERSION = "v1alpha1"
 SCHEDULER_NAME = "phalanx"
 GATE = "scheduling.phalanx.io/gang"
-PLAN_ANNOTATION = "scheduling.phalanx.io/plan"
 DEFAULT_QUEUE = "default"
 COMPONENT = "phalanx"
 
