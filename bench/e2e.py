@@ -77,7 +77,7 @@ README = ROOT / "bench" / "README.md"
 SCHEDULERS = ("phalanx", "kube-scheduler")
 # Run to run, kube-scheduler's throughput on this 2-core machine varied by a fifth: one
 # pair of runs cannot carry a ratio. Each round runs both, alternating, on fresh clusters.
-ROUNDS = 3
+ROUNDS = 5
 PROGRESS_SECONDS = 5.0
 
 
