@@ -466,7 +466,10 @@ def main(argv: list[str] | None = None) -> int:
         print(report.readme_section(results))
         if output.resolve() == OUTPUT.resolve():
             _write_readme(results)
-    failed = [name for r in rounds for name, run in r.items() if run["timed_out"]]
+    # kube-scheduler leaving pods unbound (it fragments the cluster) is a result, reported
+    # in the table; Phalanx leaving pods unbound is a failure of the benchmark run.
+    failed = [name for r in rounds for name, run in r.items()
+              if run["timed_out"] and name == "phalanx"]
     return 1 if failed else 0
 
 
