@@ -117,22 +117,23 @@ def test_admissions_earlier_in_the_cycle_count_against_the_queue() -> None:
     assert decision(result, "default/second").message == "queue team-a: 12 of 16 GPUs used, needs 8"
 
 
-def test_admitted_but_unplaced_groups_hold_no_quota_in_later_cycles() -> None:
-    """Stateless admission: a group Inqueue since an earlier cycle that still cannot be
-    placed holds nothing; a newer group under the same capability gets in."""
-    nodes = [node("n1", gpus=8)]
-    team = QueueInfo("team-a", capability={GPU: 8000})
+def one_node_queue_with_a_stuck_and_a_fresh_gang() -> list[object]:
+    """One 8-GPU node, a queue capped at 8 GPUs, and two 2 x 4-GPU gangs' pods: `stuck`
+    (selects a node label nobody has) and `fresh`; the tests add the groups."""
     stuck = [
         pod(f"stuck-{i}", gpus=4, group="stuck", node_selector={"gpu": "b200"}) for i in range(2)
     ]
     fresh = [pod(f"fresh-{i}", gpus=4, group="fresh") for i in range(2)]
+    return [node("n1", gpus=8), QueueInfo("team-a", capability={GPU: 8000}), *stuck, *fresh]
+
+
+def test_admitted_but_unplaced_groups_hold_no_quota_in_later_cycles() -> None:
+    """Stateless admission: a group Inqueue since an earlier cycle that still cannot be
+    placed holds nothing; a newer group under the same capability gets in."""
     result = cycle(
-        nodes,
-        team,
+        *one_node_queue_with_a_stuck_and_a_fresh_gang(),
         group("stuck", 2, queue="team-a", creation=1.0, priority_class_name="low"),
-        stuck,
         group("fresh", 2, queue="team-a", creation=2.0, priority_class_name="high"),
-        fresh,
         PriorityClassInfo("low", 1),
         PriorityClassInfo("high", 10),
     )
@@ -144,19 +145,10 @@ def test_an_older_group_that_cannot_be_placed_does_not_block_the_queue_in_its_cy
     """No priorities to reorder them: the older gang is admitted first but fits on no
     node; its reservation is released within the cycle, so the newer gang gets the quota
     (otherwise it would wait for ever behind a gang that never places)."""
-    nodes = [node("n1", gpus=8)]
-    team = QueueInfo("team-a", capability={GPU: 8000})
-    stuck = [
-        pod(f"stuck-{i}", gpus=4, group="stuck", node_selector={"gpu": "b200"}) for i in range(2)
-    ]
-    fresh = [pod(f"fresh-{i}", gpus=4, group="fresh") for i in range(2)]
     result = cycle(
-        nodes,
-        team,
+        *one_node_queue_with_a_stuck_and_a_fresh_gang(),
         group("stuck", 2, queue="team-a", creation=1.0),
-        stuck,
         group("fresh", 2, queue="team-a", creation=2.0),
-        fresh,
     )
     assert decision(result, "default/fresh").scheduled
     assert decision(result, "default/stuck").admitted

@@ -42,6 +42,14 @@ def echo_writes(api: FakeApi, objects: list[dict[str, Any]]) -> None:
             target["spec"]["nodeName"] = payload["target"]["name"]
 
 
+def pods_start_running(api: FakeApi, objects: list[dict[str, Any]]) -> None:
+    """The watch shows our writes, and the kubelet starts every bound pod."""
+    echo_writes(api, objects)
+    for body in objects:
+        if body["kind"] == "Pod" and body["spec"].get("nodeName"):
+            body["status"]["phase"] = "Running"
+
+
 async def test_an_idle_cluster_causes_no_writes():
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
@@ -50,10 +58,7 @@ async def test_an_idle_cluster_causes_no_writes():
     await settled_cycle(scheduler)
     assert len(api.paths("POST")) >= 2  # the two bindings (and events)
     for _ in range(3):  # the watch shows our writes; pods start running
-        echo_writes(api, objects)
-        for body in objects:
-            if body["kind"] == "Pod":
-                body["status"]["phase"] = "Running"
+        pods_start_running(api, objects)
         api.calls.clear()
         await settled_cycle(scheduler)
     assert api.calls == []
@@ -154,10 +159,7 @@ async def test_a_restarted_operator_does_not_repeat_events_the_status_already_sh
                       clock=lambda: 1000.0)
     await settled_cycle(first)
     assert any(path.endswith("/events") for path in api.paths("POST"))
-    echo_writes(api, objects)
-    for body in objects:
-        if body["kind"] == "Pod" and body["spec"].get("nodeName"):
-            body["status"]["phase"] = "Running"
+    pods_start_running(api, objects)
     api.calls.clear()
     await settled_cycle(first)  # Running now: the status changes, nothing new to announce
     echo_writes(api, objects)
@@ -207,10 +209,7 @@ async def test_a_placed_gangs_plan_rides_on_its_status_write_before_any_binding(
     assert set(writes[0][1]["status"]["plan"]["pods"]) == {"ns/a", "ns/b"}
     assert sorted(p.rsplit("/", 2)[-2] for p, _ in writes[1:]) == ["a", "b"]
     assert all(p.endswith("/binding") for p, _ in writes[1:])
-    echo_writes(api, objects)
-    for body in objects:
-        if body["kind"] == "Pod":
-            body["status"]["phase"] = "Running"
+    pods_start_running(api, objects)
     api.calls.clear()
     await settled_cycle(scheduler)
     statuses = [b["status"] for m, p, b in api.calls if p.endswith("/podgroups/g/status")]

@@ -12,7 +12,7 @@ import pytest
 from kubernetes_asyncio import client as k8s
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 from prometheus_client import CollectorRegistry
-from test_scheduler import echo_writes
+from test_scheduler import echo_writes, pods_start_running
 
 from phalanx.observe import Metrics
 from phalanx.observe.logging import configure_logging
@@ -90,10 +90,7 @@ async def test_a_cycle_reports_bindings_gpus_phases_and_time_to_running(
     assert sample(metrics, "phalanx_cycle_duration_seconds_count") == 1
     assert sample(metrics, "phalanx_gang_time_to_running_seconds_count", size="2") is None
 
-    echo_writes(api, cluster)  # the watch shows the bindings; kubelet starts the pods
-    for body in cluster:
-        if body["kind"] == "Pod" and body["spec"].get("nodeName"):
-            body["status"]["phase"] = "Running"
+    pods_start_running(api, cluster)  # the watch shows the bindings; kubelet starts the pods
     await settled_cycle(scheduler)
     assert sample(metrics, "phalanx_podgroups", phase="Running", queue="default") == 1
     assert sample(metrics, "phalanx_podgroups", phase="Inqueue", queue="default") is None
