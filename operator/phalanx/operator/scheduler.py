@@ -192,11 +192,14 @@ class Scheduler:
     # -- placing ---------------------------------------------------------------------------
 
     async def _recover_plans(self, pods: Mapping[str, Body], now: float) -> None:
+        """Plans this process did not write (a previous leader's); almost every cycle has
+        none, so the node names are only gathered when one is found."""
+        leftovers = [(g, p) for g in list(self.cache.objects(Kind.POD_GROUP))
+                     if (p := decode_plan(g)) is not None and p.id not in self.writer.plan_ids]
+        if not leftovers:
+            return
         nodes = {object_key(n) for n in self.cache.objects(Kind.NODE)}
-        for group in list(self.cache.objects(Kind.POD_GROUP)):
-            plan = decode_plan(group)
-            if plan is None or plan.id in self.writer.plan_ids:
-                continue
+        for group, plan in leftovers:
             self.writer.plan_ids.add(plan.id)
             with group_context(object_key(group), queue_of(group)):
                 await self._recover_plan(group, plan, pods, nodes, now)
