@@ -25,7 +25,7 @@ have() { [ -x "$BIN/$1" ]; }
 
 build_k8s() {
   local wanted=() name
-  for name in kube-apiserver kube-scheduler kubectl; do have "$name" || wanted+=("$name"); done
+  for name in kube-apiserver kube-controller-manager kube-scheduler kubectl; do have "$name" || wanted+=("$name"); done
   [ ${#wanted[@]} -eq 0 ] && return 0
   local mod="$WORK/k8s" logf="$WORK/k8s.log"
   mkdir -p "$mod"
@@ -51,6 +51,7 @@ package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
@@ -115,7 +116,7 @@ command -v go >/dev/null || { echo "Go is needed to build the Kubernetes binarie
 build_etcd
 build_kwok
 build_k8s
-for name in etcd kube-apiserver kube-scheduler kubectl kwok; do
+for name in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
   ln -sfn "$BIN/$name" "$LINKS/$name"
 done
 log "tools ready in $BIN (linked into .local/bin)"

@@ -49,6 +49,6 @@ def test_fractional_gpu_requests_count_as_one_gpu(tmp_path: Path) -> None:
     assert sum(j.gpus for j in jobs[:-1]) < 13
 
 
-def test_missing_trace_names_the_shared_data_directory(tmp_path: Path) -> None:
-    with pytest.raises(alibaba.TraceMissing, match="shared data"):
+def test_missing_trace_names_the_data_directory(tmp_path: Path) -> None:
+    with pytest.raises(alibaba.TraceMissing, match="bench/data"):
         alibaba.read_pods(tmp_path / "absent.csv")

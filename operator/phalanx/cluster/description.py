@@ -12,7 +12,7 @@ the same nodes from the same file. Schema::
       nvlinkDomainNodes: 2         #   optional: nodes per multi-node NVLink domain
     # ... or the real network of a cluster:
     # source: lingjun
-    # path: ../shared/data/lingjun-topology/topo.csv   # relative to the repository root
+    # path: bench/data/lingjun-topology/topo.csv   # relative to the repository root
     node:                          # every node has this shape
       gpus: 8
       gpuProduct: NVIDIA-H100-80GB-HBM3

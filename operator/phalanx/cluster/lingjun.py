@@ -1,4 +1,4 @@
-"""Hosts of the Alibaba Lingjun training cluster from its topology CSV (read in place).
+"""Hosts of the Alibaba Lingjun training cluster from its topology CSV (copied into bench/data/lingjun-topology/).
 
 Each row is `ip,DSW,PSW,ASW`: a host (an anonymised hash) and its core (DSW), aggregation
 (PSW) and leaf (ASW) switches. Leaf switch names repeat under different aggregation
@@ -27,15 +27,15 @@ class LingjunHost:
 
 
 class LingjunDataMissing(FileNotFoundError):
-    """The CSV is not where the description says; it is read in place, never copied."""
+    """The CSV is not where the description says; it is kept in bench/data/lingjun-topology/."""
 
 
 def read_lingjun_hosts(path: Path) -> tuple[LingjunHost, ...]:
     """Hosts in file order; fails clearly if the file is absent or malformed."""
     if not path.is_file():
         raise LingjunDataMissing(
-            f"Lingjun topology CSV not found at {path}; it is read in place from the shared "
-            "data directory (../shared/data/lingjun-topology/topo.csv next to the repository)"
+            f"Lingjun topology CSV not found at {path}; it is kept in the "
+            "repository (bench/data/lingjun-topology/topo.csv, relative to the repository root)"
         )
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))

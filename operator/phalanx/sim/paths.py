@@ -1,4 +1,4 @@
-"""Relative data paths resolve against the repository root, as the shared data README says."""
+"""Relative data paths resolve against the repository root, where the data lives (bench/data/)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Alibaba GPU cluster trace 2023 (cluster-trace-gpu-v2023), read in place.
+"""The Alibaba GPU cluster trace 2023 (cluster-trace-gpu-v2023), copied into bench/data/alibaba-gpu-v2023/.
 
 Pods are single-pod jobs with cpu, memory and GPU requests. A fractional GPU
 request (`gpu_milli` < 1000, GPU sharing) counts as one whole GPU: Phalanx
@@ -24,7 +24,7 @@ from phalanx.sim.cluster import cluster_from_objects
 from phalanx.sim.model import JobSpec, SimCluster
 from phalanx.sim.paths import resolve
 
-DATA_DIR = Path("../shared/data/alibaba-gpu-v2023")
+DATA_DIR = Path("bench/data/alibaba-gpu-v2023")
 DEFAULT_PODS = DATA_DIR / "openb_pod_list_default.csv"
 DEFAULT_NODES = DATA_DIR / "openb_node_list_gpu_node.csv"
 NEVER = 1.0e12
@@ -49,8 +49,8 @@ def _rows(given: Path) -> list[dict[str, str]]:
     path = resolve(given)
     if not path.is_file():
         raise TraceMissing(
-            f"Alibaba trace file {path} not found: it is read in place from the shared data "
-            "directory (../shared/data/alibaba-gpu-v2023/ relative to the repository root)"
+            f"Alibaba trace file {path} not found: the trace is kept in the repository "
+            "(bench/data/alibaba-gpu-v2023/, relative to the repository root)"
         )
     with path.open(newline="") as handle:
         return list(csv.DictReader(handle))
