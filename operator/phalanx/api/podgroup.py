@@ -79,6 +79,15 @@ class PlacementPlan(StatusModel):
     pods: dict[str, str]
 
 
+class Nominated(StatusModel):
+    """Room held for the group (see `phalanx.core.nomination`)."""
+
+    nodes: list[Annotated[str, Field(max_length=253)]] = Field(max_length=10000)
+    reason: Literal["Preempting", "Reserved"]
+    since: datetime
+    expires: datetime
+
+
 class PodGroupStatus(StatusModel):
     phase: Phase | None = None
     pending: int | None = Field(default=None, ge=0)
@@ -88,6 +97,7 @@ class PodGroupStatus(StatusModel):
     conditions: list[Condition] | None = Field(default=None, max_length=16)
     placement: Placement | None = None
     plan: PlacementPlan | None = None
+    nominated: Nominated | None = None
     scheduled_time: datetime | None = None
     admitted_time: datetime | None = None
     observed_generation: int | None = Field(default=None, ge=0)

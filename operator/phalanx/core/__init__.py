@@ -7,6 +7,7 @@ Entry points: `phalanx.core.parse.snapshot_from_objects` (Kubernetes dicts) or
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
 from phalanx.core.errors import InvalidObject
+from phalanx.core.eviction import Eviction, EvictionReason
 from phalanx.core.ids import GroupKey, NodeName, PodKey
 from phalanx.core.model import (
     GroupInfo,
@@ -24,6 +25,7 @@ from phalanx.core.model import (
     TopologyLevel,
     TopologySpec,
 )
+from phalanx.core.nomination import Nomination
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.quantity import parse_quantity
 from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
@@ -33,6 +35,8 @@ from phalanx.core.status import Exclusion, Reason, StatusCode
 __all__ = [
     "Binding",
     "CycleResult",
+    "Eviction",
+    "EvictionReason",
     "Exclusion",
     "GroupDecision",
     "GroupInfo",
@@ -43,6 +47,7 @@ __all__ = [
     "NodeName",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "Nomination",
     "Placement",
     "PodCounts",
     "PodInfo",

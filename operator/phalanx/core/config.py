@@ -12,9 +12,18 @@ from phalanx.core.ids import DEFAULT_TOPOLOGY
 class SchedulerConfig:
     """`topology_aware=False` ignores every NetworkTopology (the gang-* baselines);
     `node_order` "binpack" fills busy nodes first, "spread" puts each pod on the
-    least allocated node (kube-scheduler's LeastAllocated)."""
+    least allocated node (kube-scheduler's LeastAllocated).
+
+    `preemption` lets a gang that cannot be placed evict lower-priority gangs of its
+    queue, and a queue below its guarantee reclaim from queues above theirs;
+    `nomination_timeout_seconds` is how long room freed for a preemptor stays held;
+    `starvation_seconds` is how long a gang may wait while groups of equal or lower
+    priority are placed before room is reserved for it."""
 
     topology_aware: bool = True
     node_order: Literal["binpack", "spread"] = "binpack"
     default_topology: str = DEFAULT_TOPOLOGY
     max_message_length: int = 1024
+    preemption: bool = True
+    nomination_timeout_seconds: float = 300.0
+    starvation_seconds: float = 300.0

@@ -17,6 +17,7 @@ from phalanx.core.ids import (
     PodKey,
     key_of,
 )
+from phalanx.core.nomination import Nomination
 from phalanx.topology.spec import TopologyLevel, TopologySpec
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +92,9 @@ class PodInfo:
 
     `group` is the PodGroup name in the pod's namespace (None: no group);
     `scheduling_gates` lists the gates still on the pod; `terminating`: being deleted
-    (its node's capacity stays used until it is gone, but it is no longer a gang member).
+    (its node's capacity stays used until it is gone, but it is no longer a gang member);
+    `started_at`: when the pod started (status.startTime), for "most recently started
+    first" among equal victims.
     """
 
     namespace: str
@@ -108,6 +113,7 @@ class PodInfo:
     creation: float = 0.0
     scheduling_gates: tuple[str, ...] = ()
     terminating: bool = False
+    started_at: float | None = None
 
     @property
     def key(self) -> PodKey:
@@ -152,6 +158,7 @@ class GroupInfo:
     topology: GroupTopology | None = None
     creation: float = 0.0
     schedule_timeout_seconds: int | None = None
+    nomination: Nomination | None = None
 
     @property
     def key(self) -> GroupKey:
@@ -175,6 +182,9 @@ class QueueInfo:
 
 @dataclass(frozen=True, slots=True)
 class PriorityClassInfo:
+    """`preemption_policy` "Never" keeps groups of this class from evicting others."""
+
     name: str
     value: int
     global_default: bool = False
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY

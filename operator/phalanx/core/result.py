@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phalanx.core.errors import InvalidObject
+from phalanx.core.eviction import Eviction
 from phalanx.core.ids import GroupKey, NodeName, PodKey
+from phalanx.core.nomination import Nomination
 from phalanx.core.status import Reason, StatusCode
 
 
@@ -52,7 +54,8 @@ class GroupDecision:
     `placed` counts the group's pods on nodes after this cycle (running ones included);
     `scheduled` is `placed >= min_member`; `admitted` says the group passed queue
     admission this cycle (or already runs its minimum). `placement` is set only when
-    this cycle bound pods of the group.
+    this cycle bound pods of the group. `nomination` is the room held for the group
+    after this cycle (preemption or starvation reservation), None when it holds none.
     """
 
     group: GroupKey
@@ -68,14 +71,19 @@ class GroupDecision:
     priority: int = 0
     counts: PodCounts = PodCounts()
     implicit: bool = False
+    nomination: Nomination | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CycleResult:
+    """`evictions`: running pods to evict (one entry per pod), each for a preemptor that
+    fits once they are gone; the preemptor is not bound in the same cycle."""
+
     bindings: tuple[Binding, ...]
     groups: tuple[GroupDecision, ...]
     invalid: tuple[InvalidObject, ...] = ()
     now: float = 0.0
+    evictions: tuple[Eviction, ...] = ()
 
     def decision(self, group: str) -> GroupDecision | None:
         for decision in self.groups:

@@ -41,6 +41,9 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
+    """`eviction_refused`: keys ("NS/NAME") of pods whose eviction was refused lately
+    (a PodDisruptionBudget): the core picks other victims or waits, and says so."""
+
     nodes: Sequence[NodeInfo] = ()
     pods: Sequence[PodInfo] = ()
     groups: Sequence[GroupInfo] = ()
@@ -48,6 +51,7 @@ class Snapshot:
     topologies: Sequence[TopologySpec] = ()
     priority_classes: Sequence[PriorityClassInfo] = ()
     invalid: Sequence[InvalidObject] = ()
+    eviction_refused: frozenset[str] = frozenset()
     index: ClusterIndex = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -60,9 +64,7 @@ def with_bindings(snapshot: Snapshot, bindings: Sequence[Binding]) -> Snapshot:
     if not bindings:
         return snapshot
     nodes = {str(b.pod): str(b.node) for b in bindings}
-    pods = tuple(
-        _bound(pod, nodes[pod.key]) if pod.key in nodes else pod for pod in snapshot.pods
-    )
+    pods = tuple(_bound(pod, nodes[pod.key]) if pod.key in nodes else pod for pod in snapshot.pods)
     return replace(snapshot, pods=pods)
 
 

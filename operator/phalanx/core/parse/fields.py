@@ -102,13 +102,17 @@ class Reader:
         return parsed
 
     def timestamp(self) -> float:
-        text = self.get("metadata.creationTimestamp")
+        return self.moment("metadata.creationTimestamp") or 0.0
+
+    def moment(self, path: str, data: Mapping[str, Any] | None = None) -> float | None:
+        """An RFC 3339 time (or a datetime, as YAML loaders give) as epoch seconds."""
+        text = self.get(path) if data is None else data.get(path.rsplit(".", 1)[-1])
         if text is None:
-            return 0.0
+            return None
         try:
             moment = text if isinstance(text, datetime) else datetime.fromisoformat(str(text))
         except ValueError:
-            raise self.error("metadata.creationTimestamp", f"not a timestamp: {text!r}") from None
+            raise self.error(path, f"not a timestamp: {text!r}") from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         return moment.timestamp()

@@ -57,6 +57,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         creation=reader.timestamp(),
         scheduling_gates=_gates(reader),
         terminating=reader.get("metadata.deletionTimestamp") is not None,
+        started_at=reader.moment("status.startTime"),
     )
 
 

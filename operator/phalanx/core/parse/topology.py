@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model import PriorityClassInfo, TopologyLevel, TopologySpec
+from phalanx.core.model import (
+    PREEMPT_LOWER_PRIORITY,
+    PREEMPT_NEVER,
+    PriorityClassInfo,
+    TopologyLevel,
+    TopologySpec,
+)
 from phalanx.core.parse.fields import Reader
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -41,6 +47,13 @@ def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClassInfo:
     value = reader.get("value")
     if isinstance(value, bool) or not isinstance(value, int):
         raise reader.error("value", f"expected an integer, got {value!r}")
+    policy = reader.string("preemptionPolicy", PREEMPT_LOWER_PRIORITY)
+    if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        message = f"expected {PREEMPT_LOWER_PRIORITY} or {PREEMPT_NEVER}, got {policy!r}"
+        raise reader.error("preemptionPolicy", message)
     return PriorityClassInfo(
-        name=reader.name, value=value, global_default=reader.boolean("globalDefault", False)
+        name=reader.name,
+        value=value,
+        global_default=reader.boolean("globalDefault", False),
+        preemption_policy=policy or PREEMPT_LOWER_PRIORITY,
     )

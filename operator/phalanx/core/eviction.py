@@ -1,0 +1,32 @@
+"""Evictions the core decides: which running pod must go, and for whom.
+
+The shell carries them out (Eviction API); the core only names them, so `phalanx plan`,
+the simulator and the operator evict the same pods for the same snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from phalanx.core.ids import GroupKey, PodKey
+
+
+class EvictionReason(StrEnum):
+    """PREEMPTED: for a higher-priority group of the same queue; RECLAIMED: for a queue
+    below its guarantee, from a queue above its own."""
+
+    PREEMPTED = "Preempted"
+    RECLAIMED = "Reclaimed"
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """One pod to evict. `group` is the victim's group (None for a lone pod);
+    `message` is one sentence naming the preemptor and its priority or queue."""
+
+    pod: PodKey
+    group: GroupKey | None
+    reason: EvictionReason
+    preemptor: GroupKey
+    message: str
