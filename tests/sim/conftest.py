@@ -49,7 +49,14 @@ def make_cluster(racks: dict[str, list[str]], block_of: dict[str, str] | None = 
 
 
 def job(
-    name: str, arrival: float, duration: float, pods: int = 1, gpus: int = 8, priority: int = 0
+    name: str,
+    arrival: float,
+    duration: float,
+    pods: int = 1,
+    gpus: int = 8,
+    priority: int = 0,
+    may_preempt: bool = True,
+    queue: str = "default",
 ) -> JobSpec:
     return JobSpec(
         name=name,
@@ -60,4 +67,6 @@ def job(
         cpu_milli_per_pod=1000 * gpus,
         memory_mib_per_pod=8192 * gpus,
         priority=priority,
+        may_preempt=may_preempt,
+        queue=queue,
     )

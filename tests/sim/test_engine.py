@@ -96,12 +96,13 @@ def test_gang_pods_all_start_together(policy: str) -> None:
 
 
 def _deadlock_case() -> tuple[SimCluster, list[JobSpec]]:
-    """A holds one node when the blocker leaves; higher-priority B grabs the other one."""
+    """A holds one node when the blocker leaves; higher-priority B grabs the other one
+    (B's PriorityClass says `preemptionPolicy: Never`, so kube-default evicts nothing)."""
     cluster = make_cluster({"r0": ["n0", "n1"]})
     jobs = [
         job("blocker", arrival=0, duration=100),
         job("a", arrival=10, duration=50, pods=2),
-        job("b", arrival=20, duration=50, pods=2, priority=10),
+        job("b", arrival=20, duration=50, pods=2, priority=10, may_preempt=False),
     ]
     return cluster, jobs
 

@@ -2,23 +2,26 @@
 
 Events are arrivals, finishes and scheduling cycles. After each batch of
 arrivals or finishes a cycle is queued (at the same instant, or on the next
-multiple of `cycle_period`), the policy proposes placements, the engine checks
-and applies them; a job whose pods are all placed starts, and its finish is
-queued after its runtime stretched by the topology slowdown of its span.
+multiple of `cycle_period`), the policy proposes evictions and placements, the
+engine checks and applies them; a job whose pods are all placed starts, and its
+finish is queued after its runtime stretched by the topology slowdown of its span.
+An evicted pod ends its job's attempt: every pod of the job is released at once
+(no grace period), the work done is lost, and the job waits to start over (a
+training job without checkpoints under a whole-job restart policy).
 The run stops when no event is left or at the horizon.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from phalanx.sim.clock import VirtualClock
-from phalanx.sim.events import EventKind, EventQueue
+from phalanx.sim.events import Event, EventKind, EventQueue
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import JobSpec, SimCluster
-from phalanx.sim.policy import Policy, SchedulingView
+from phalanx.sim.policy import PodEviction, Policy, SchedulingView
 from phalanx.sim.slowdown import SlowdownModel, span_of
 from phalanx.sim.state import CapacityError, ClusterState
 
@@ -52,6 +55,7 @@ class CycleStat:
     prepare_seconds: float
     pending_jobs: int
     placements: int
+    evictions: int = 0
 
 
 @dataclass(slots=True)
@@ -129,7 +133,7 @@ class _Run:
             self._integrate(when)
             self.clock.advance_to(when)
             for event in self.queue.pop_batch():
-                self._handle(event.kind, event.job)
+                self._handle(event)
             self._after_batch()
         all_done = all(r.finish is not None for r in self.runs.values())
         end = self.clock.now if all_done else horizon
@@ -146,11 +150,16 @@ class _Run:
             end=end,
         )
 
-    def _handle(self, kind: EventKind, job: str) -> None:
+    def _handle(self, event: Event) -> None:
+        kind, job = event.kind, event.job
         if kind is EventKind.ARRIVAL:
-            self.pending[job] = self.runs[job]
+            run = self.pending[job] = self.runs[job]
+            run.waiting_since = self.clock.now
             self._queue_cycle()
         elif kind is EventKind.FINISH:
+            current = self.running.get(job)
+            if current is None or current.attempt != event.attempt:
+                return  # the finish of an attempt that was evicted
             self._finish(self.running.pop(job))
             if self.pending:
                 self._queue_cycle()
@@ -177,6 +186,7 @@ class _Run:
             running=tuple(self.running.values()),
         )
         outcome = self.policy.schedule(view)
+        self._evict(outcome.evictions)
         for placement in outcome.placements:
             self._place(placement.job, placement.node)
         self.cycles.append(
@@ -186,8 +196,55 @@ class _Run:
                 prepare_seconds=outcome.prepare_seconds,
                 pending_jobs=len(view.pending),
                 placements=len(outcome.placements),
+                evictions=len(outcome.evictions),
             )
         )
+
+    def _evict(self, evictions: Sequence[PodEviction]) -> None:
+        """Check every eviction names a pod the job holds, then restart each victim job."""
+        pods: dict[str, list[int]] = {}
+        for eviction in evictions:
+            run = self.pending.get(eviction.job) or self.running.get(eviction.job)
+            nodes = pods.setdefault(eviction.job, [])
+            nodes.append(eviction.node)
+            if run is None or nodes.count(eviction.node) > run.nodes.count(eviction.node):
+                raise CapacityError(
+                    f"eviction of a pod of {eviction.job!r} on node {eviction.node}, "
+                    "where it holds no such pod"
+                )
+        for job, nodes in pods.items():
+            self._restart(self.runs[job], len(nodes))
+        if pods:
+            self.pending = dict(
+                sorted(self.pending.items(), key=lambda kv: (kv[1].spec.arrival, kv[0]))
+            )
+            self._queue_cycle()
+
+    def _restart(self, run: JobRun, evicted_pods: int) -> None:
+        """End the job's attempt: release all its pods, count the lost work, wait again."""
+        now = self.clock.now
+        if self.running.pop(run.name, None) is not None:
+            assert run.start is not None
+            self.busy -= run.held_gpus
+            run.lost_gpu_seconds += run.held_gpus * (now - run.start)
+        else:
+            del self.pending[run.name]
+            self.held_idle -= run.held_gpus
+        spec = run.spec
+        for node in run.nodes:
+            self.state.release(
+                node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod
+            )
+        run.evicted_pods += evicted_pods
+        run.evicted_gpus += evicted_pods * spec.gpus_per_pod
+        run.attempt += 1
+        run.nodes.clear()
+        run.bound_at.clear()
+        run.start = run.end = run.span = None
+        run.slowdown = 1.0
+        if run.waiting_since is None:
+            run.waiting_since = now
+        self.pending[run.name] = run
 
     def _place(self, job: str, node: int) -> None:
         run = self.pending.get(job)
@@ -196,6 +253,7 @@ class _Run:
         spec = run.spec
         self.state.bind(node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
         run.nodes.append(node)
+        run.bound_at.append(self.clock.now)
         if run.first_bound is None:
             run.first_bound = self.clock.now
         self.held_idle += spec.gpus_per_pod
@@ -209,10 +267,15 @@ class _Run:
         self.held_idle -= run.held_gpus
         self.busy += run.held_gpus
         run.start = now
+        if run.first_start is None:
+            run.first_start = now
+        if run.waiting_since is not None:
+            run.waited += now - run.waiting_since
+            run.waiting_since = None
         run.span = span_of(self.cluster, run.nodes)
         run.slowdown = self.config.slowdown.factor(run.span)
         run.end = now + run.spec.duration * run.slowdown
-        self.queue.push(run.end, EventKind.FINISH, run.name)
+        self.queue.push(run.end, EventKind.FINISH, run.name, run.attempt)
 
     def _finish(self, run: JobRun) -> None:
         spec = run.spec

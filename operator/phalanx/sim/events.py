@@ -27,6 +27,8 @@ class Event:
     kind: EventKind
     seq: int
     job: str = field(default="", compare=False)
+    attempt: int = field(default=0, compare=False)
+    """The job's attempt a FINISH belongs to (an evicted attempt's finish is stale)."""
 
 
 class EventQueue:
@@ -36,8 +38,8 @@ class EventQueue:
         self._heap: list[Event] = []
         self._seq = 0
 
-    def push(self, time: float, kind: EventKind, job: str = "") -> Event:
-        event = Event(time, kind, self._seq, job)
+    def push(self, time: float, kind: EventKind, job: str = "", attempt: int = 0) -> Event:
+        event = Event(time, kind, self._seq, job, attempt)
         self._seq += 1
         heapq.heappush(self._heap, event)
         return event

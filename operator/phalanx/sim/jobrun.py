@@ -9,16 +9,35 @@ from phalanx.sim.model import JobSpec, Span
 
 @dataclass(slots=True)
 class JobRun:
+    """One job's current attempt plus what its evicted attempts cost.
+
+    An eviction ends the attempt: every pod is released, the job waits again and
+    later starts from the beginning (`attempt` counts the evictions).
+    """
+
     spec: JobSpec
     nodes: list[int] = field(default_factory=list)
     """Node index of each placed pod, in placement order."""
+    bound_at: list[float] = field(default_factory=list)
+    """When each placed pod was bound (its start time as kube-scheduler sees it)."""
     first_bound: float | None = None
+    first_start: float | None = None
     start: float | None = None
+    """Start of the current attempt (None while waiting)."""
     finish: float | None = None
     end: float | None = None
     """Scheduled finish time once started (finish is set when it happens)."""
     span: Span | None = None
     slowdown: float = 1.0
+    attempt: int = 0
+    waiting_since: float | None = None
+    """When the job last began to wait (arrival or eviction); None while it runs."""
+    waited: float = 0.0
+    """Seconds spent waiting in earlier waits (the current one not included)."""
+    evicted_pods: int = 0
+    evicted_gpus: int = 0
+    lost_gpu_seconds: float = 0.0
+    """GPU-seconds of work done by attempts that an eviction threw away."""
 
     @property
     def name(self) -> str:
@@ -35,3 +54,8 @@ class JobRun:
     @property
     def held_gpus(self) -> int:
         return self.placed * self.spec.gpus_per_pod
+
+    def wait_until(self, when: float) -> float:
+        """Seconds waited by `when`, the current wait included (a lower bound if it waits)."""
+        current = when - self.waiting_since if self.waiting_since is not None else 0.0
+        return self.waited + max(current, 0.0)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from phalanx.sim.engine import SimResult
+from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import Span
 
 CDF_PERCENTILES = tuple(range(0, 101, 5))
@@ -41,10 +42,10 @@ def summarise(result: SimResult) -> dict[str, Any]:
     end = result.end
     acc = result.integrals
     arrived = [r for r in runs if r.spec.arrival <= end]
-    started = [r for r in arrived if r.start is not None]
+    started = [r for r in arrived if r.first_start is not None]
     finished = [r for r in started if r.finish is not None]
-    waiting = [r for r in arrived if r.start is None]
-    waits = [r.start - r.spec.arrival for r in started if r.start is not None]
+    waiting = [r for r in arrived if r.first_start is None]
+    waits = [r.wait_until(end) for r in started]
     jcts = [r.finish - r.spec.arrival for r in finished if r.finish is not None]
     multi = [r for r in started if r.spec.pods > 1]
     in_rack = sum(1 for r in multi if r.span in (Span.NODE, Span.RACK))
@@ -74,6 +75,7 @@ def summarise(result: SimResult) -> dict[str, Any]:
         "jct_cdf_seconds": (
             [float(np.percentile(jcts, p)) for p in CDF_PERCENTILES] if jcts else []
         ),
+        **preemption(arrived, end),
         "multi_node_gangs": len(multi),
         "multi_node_in_one_rack": _share(in_rack, len(multi)),
         "multi_node_in_one_block": _share(in_block, len(multi)),
@@ -92,6 +94,33 @@ def summarise(result: SimResult) -> dict[str, Any]:
             "p95": float(np.percentile(prepare, 95)) if prepare else None,
         },
         "series": series(result),
+    }
+
+
+def preemption(arrived: Sequence[JobRun], end: float) -> dict[str, Any]:
+    """What evictions cost and whom waiting hurts, from the runs' own records.
+
+    Waits here count every second a job waited (all its waits, and for a job still
+    waiting at `end`, its wait so far), so a job that never started is not left out.
+    "High priority" is the highest priority of the trace, reported only when the
+    trace has more than one; the biggest gangs are the jobs of the largest GPU count.
+    """
+    priorities = {r.spec.priority for r in arrived}
+    high = (
+        [r.wait_until(end) for r in arrived if r.spec.priority == max(priorities)]
+        if len(priorities) > 1
+        else []
+    )
+    biggest = max((r.spec.gpus for r in arrived), default=0)
+    big_waits = [r.wait_until(end) for r in arrived if r.spec.gpus == biggest]
+    return {
+        "evicted_pods": sum(r.evicted_pods for r in arrived),
+        "evicted_gpus": sum(r.evicted_gpus for r in arrived),
+        "job_evictions": sum(r.attempt for r in arrived),
+        "gpu_hours_lost": sum(r.lost_gpu_seconds for r in arrived) / 3600.0,
+        "high_priority_wait_seconds": stats(high),
+        "biggest_gang_gpus": biggest,
+        "biggest_gang_max_wait_seconds": max(big_waits, default=None),
     }
 
 

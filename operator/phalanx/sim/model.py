@@ -83,7 +83,21 @@ class JobSpec:
     memory_mib_per_pod: int = 1024
     priority: int = 0
     queue: str = "default"
+    may_preempt: bool = True
+    """False: the job's PriorityClass says `preemptionPolicy: Never` (it never evicts)."""
 
     @property
     def gpus(self) -> int:
         return self.pods * self.gpus_per_pod
+
+
+@dataclass(frozen=True, slots=True)
+class SimQueue:
+    """A queue of the simulated cluster (a Queue object): GPUs guaranteed to it, GPUs it
+    may use at most (None: no limit), and whether others may reclaim what it uses above
+    its guarantee."""
+
+    name: str
+    guarantee_gpus: int | None = None
+    capability_gpus: int | None = None
+    reclaimable: bool = True

@@ -23,6 +23,14 @@ class PodPlacement:
 
 
 @dataclass(frozen=True, slots=True)
+class PodEviction:
+    """Evict `job`'s pod on node `node`; the engine then restarts the whole job."""
+
+    job: str
+    node: int
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulingView:
     now: float
     cluster: SimCluster
@@ -39,6 +47,8 @@ class CycleOutcome:
     """Wall-clock of the scheduling decision itself (run_cycle for the core)."""
     prepare_seconds: float = 0.0
     """Wall-clock spent building the policy's input (the core snapshot)."""
+    evictions: Sequence[PodEviction] = ()
+    """Pods to evict, applied before `placements` (which may use the room they free)."""
 
 
 class Policy(Protocol):

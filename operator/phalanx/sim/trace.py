@@ -2,7 +2,8 @@
 
 - `*.csv`: an Alibaba 2023 pod list (see `phalanx.sim.workloads.alibaba`).
 - YAML with `jobs:`: an explicit list of jobs
-  (`{name, arrival, duration, pods, gpusPerPod, cpuMilliPerPod, memoryMiBPerPod, priority}`).
+  (`{name, arrival, duration, pods, gpusPerPod, cpuMilliPerPod, memoryMiBPerPod, priority,
+  queue, preemptionPolicy}`; `preemptionPolicy: Never` keeps the job from evicting).
 - YAML with `generator: synthetic` (or a benchmark workload whose `trace:` holds
   that): parameters of the seeded generator (`phalanx.sim.workloads.synthetic`).
 - YAML with `generator: alibaba`: `pods:` (CSV path), `demand` (`--load` overrides it),
@@ -82,6 +83,14 @@ def _job(item: Mapping[str, Any]) -> JobSpec:
             cpu_milli_per_pod=int(item.get("cpuMilliPerPod", 1000)),
             memory_mib_per_pod=int(item.get("memoryMiBPerPod", 1024)),
             priority=int(item.get("priority", 0)),
+            queue=str(item.get("queue", "default")),
+            may_preempt=_may_preempt(item.get("preemptionPolicy", "PreemptLowerPriority")),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise TraceError(f"bad job {item!r}: {error}") from error
+
+
+def _may_preempt(policy: object) -> bool:
+    if policy not in ("PreemptLowerPriority", "Never"):
+        raise TraceError(f"preemptionPolicy is PreemptLowerPriority or Never, not {policy!r}")
+    return policy == "PreemptLowerPriority"

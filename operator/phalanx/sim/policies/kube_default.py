@@ -18,24 +18,28 @@ What it reproduces (Kubernetes scheduler, default `KubeSchedulerConfiguration`):
   int((1 - |frac_cpu - frac_mem| / 2) * 100). The other default score
   plugins (taints, affinity, spreading constraints, image locality) are
   neutral for these pods.
+- PostFilter: `DefaultPreemption` (`kube_preemption`): a pod that fits nowhere
+  evicts the fewest lower-priority pods on the best node and takes their room.
 - No topology.
 Simplifications, stated: ties go to the first node by name (kube-scheduler
 picks one of the best at random); every node is scored (as with
-`percentageOfNodesToScore: 100`); no preemption (equal priorities).
-Within a cycle, free capacity only shrinks, so once a pod shape failed every
-later pod of the same or a larger shape is skipped; this is exact, not a
-heuristic.
+`percentageOfNodesToScore: 100`).
+Between two preemptions free capacity only shrinks, and pods come in priority
+order, so once a pod shape failed (to fit, and to preempt at its priority) every
+later pod of the same or a larger shape is skipped; this is exact, not a heuristic.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.jobrun import JobRun
-from phalanx.sim.policy import CycleOutcome, PodPlacement, SchedulingView
+from phalanx.sim.policies.kube_preemption import BoundPod, Shape, bound_pods, candidates, pick
+from phalanx.sim.policy import CycleOutcome, PodEviction, PodPlacement, SchedulingView
 from phalanx.sim.state import ClusterState
 
 MAX_NODE_SCORE = 100
@@ -67,6 +71,20 @@ def best_node(state: ClusterState, gpus: int, cpu: int, mem: int) -> int | None:
     return int(candidates[int(np.argmax(score))])  # argmax: first best, nodes sorted by name
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A pod shape that fit nowhere; `priority` is what it could not preempt with
+    (None: it did not try)."""
+
+    shape: Shape
+    priority: int | None
+
+    def covers(self, shape: Shape, priority: int | None) -> bool:
+        """A later pod this large fails too (it comes later, so its priority is not higher)."""
+        larger = all(s >= f for s, f in zip(shape, self.shape, strict=True))
+        return larger and (priority is None or (self.priority is not None))
+
+
 class KubeDefaultPolicy:
     name = "kube-default"
 
@@ -76,18 +94,47 @@ class KubeDefaultPolicy:
     def schedule(self, view: SchedulingView) -> CycleOutcome:
         started = self._wall()
         placements: list[PodPlacement] = []
-        failed: list[tuple[int, int, int]] = []
+        evictions: list[PodEviction] = []
+        failed: list[_Failure] = []
         scratch = view.state.copy()
+        pods = bound_pods([*view.running, *view.pending], len(view.cluster.nodes))
+        lowest = min((p.priority for on_node in pods for p in on_node), default=None)
         for run in queue_order(view.pending):
             spec = run.spec
             shape = (spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+            preempts = spec.may_preempt and lowest is not None and spec.priority > lowest
+            priority = spec.priority if preempts else None
             for _ in range(spec.pods - run.placed):
-                if any(all(s >= f for s, f in zip(shape, bad, strict=True)) for bad in failed):
+                if any(f.covers(shape, priority) for f in failed):
                     break
                 node = best_node(scratch, *shape)
+                if node is None and priority is not None:
+                    node = _preempt(scratch, pods, priority, shape, evictions)
+                    if node is not None:
+                        failed.clear()  # the victims may have freed more than this pod takes
                 if node is None:
-                    failed.append(shape)
+                    failed.append(_Failure(shape, priority))
                     break
                 scratch.bind(node, *shape)
                 placements.append(PodPlacement(run.name, node))
-        return CycleOutcome(placements, scheduler_seconds=self._wall() - started)
+        return CycleOutcome(
+            placements, scheduler_seconds=self._wall() - started, evictions=evictions
+        )
+
+
+def _preempt(
+    scratch: ClusterState,
+    pods: list[list[BoundPod]],
+    priority: int,
+    shape: Shape,
+    evictions: list[PodEviction],
+) -> int | None:
+    """Evict the chosen node's victims from `scratch` and `pods`; the node, or None."""
+    chosen = pick(candidates(scratch, pods, priority, shape))
+    if chosen is None:
+        return None
+    for victim in chosen.victims:
+        scratch.release(victim.node, *victim.shape)
+        pods[victim.node].remove(victim)
+        evictions.append(PodEviction(victim.job, victim.node))
+    return chosen.node

@@ -1,0 +1,131 @@
+"""kube-scheduler's DefaultPreemption (PostFilter), pod by pod, for the `kube-default` model.
+
+As upstream (`pkg/scheduler/framework/plugins/defaultpreemption` and
+`framework/preemption`, Kubernetes 1.36), for one pod that fits on no node:
+- Eligible victims on a node are the pods of strictly lower priority; a pod whose
+  PriorityClass says `preemptionPolicy: Never` preempts nothing.
+- `SelectVictimsOnNode`: remove every eligible victim; if the pod still does not fit,
+  the node is no candidate. Otherwise reprieve victims from the most important down
+  (higher priority, then earlier start), keeping each one the pod still fits without;
+  the rest are the node's victims.
+- Candidates: nodes are tried in order until `max(10% of nodes, 100)` candidates are
+  found (`minCandidateNodesPercentage` and `minCandidateNodesAbsolute` defaults).
+- `pickOneNodeForPreemption`: fewest PodDisruptionBudget violations (there are none in
+  the simulator), then the lowest highest-victim priority, then the smallest sum of
+  priorities (each plus 2^31), then the fewest victims, then the latest start among
+  the highest-priority victims, then the first node.
+Simplifications, stated: the candidate search starts at the first node instead of a
+random offset; victims are gone at once (no graceful termination), so the pod is bound
+to the chosen node in the same cycle instead of being nominated and retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from phalanx.sim.jobrun import JobRun
+from phalanx.sim.state import ClusterState
+
+MIN_CANDIDATE_PERCENTAGE = 10
+MIN_CANDIDATE_ABSOLUTE = 100
+PRIORITY_OFFSET = 2**31
+"""Added to every victim's priority before summing (upstream's MaxInt32 + 1)."""
+
+Shape = tuple[int, int, int]
+"""GPUs, millicores, MiB of one pod."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoundPod:
+    """A pod on a node that a higher-priority pod may evict."""
+
+    job: str
+    node: int
+    priority: int
+    started: float
+    shape: Shape
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node and the victims that make room on it, most important first."""
+
+    node: int
+    victims: tuple[BoundPod, ...]
+
+
+def bound_pods(runs: Iterable[JobRun], node_count: int) -> list[list[BoundPod]]:
+    """The pods on each node (running jobs and pods of jobs still waiting for siblings)."""
+    pods: list[list[BoundPod]] = [[] for _ in range(node_count)]
+    for run in runs:
+        spec = run.spec
+        shape = (spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+        for node, started in zip(run.nodes, run.bound_at, strict=True):
+            pods[node].append(BoundPod(run.name, node, spec.priority, started, shape))
+    return pods
+
+
+def importance(pod: BoundPod) -> tuple[int, float, str]:
+    """Upstream's MoreImportantPod as a sort key: higher priority, then earlier start."""
+    return (-pod.priority, pod.started, pod.job)
+
+
+def victims_on_node(
+    free: Shape, pods: Sequence[BoundPod], priority: int, shape: Shape
+) -> tuple[BoundPod, ...] | None:
+    """The fewest lower-priority pods to evict so `shape` fits, None if none would help."""
+    eligible = sorted((p for p in pods if p.priority < priority), key=importance)
+    if not eligible:
+        return None
+    room = list(free)
+    for pod in eligible:
+        room = [r + s for r, s in zip(room, pod.shape, strict=True)]
+    if not _fits(room, shape):
+        return None
+    victims: list[BoundPod] = []
+    for pod in eligible:
+        without = [r - s for r, s in zip(room, pod.shape, strict=True)]
+        if _fits(without, shape):
+            room = without  # reprieved: the pod stays
+        else:
+            victims.append(pod)
+    return tuple(victims)
+
+
+def _fits(room: Sequence[int], shape: Shape) -> bool:
+    return all(r >= s for r, s in zip(room, shape, strict=True))
+
+
+def candidates(
+    state: ClusterState, pods: Sequence[Sequence[BoundPod]], priority: int, shape: Shape
+) -> list[Candidate]:
+    nodes = len(pods)
+    wanted = min(max(nodes * MIN_CANDIDATE_PERCENTAGE // 100, MIN_CANDIDATE_ABSOLUTE), nodes)
+    found: list[Candidate] = []
+    for node in range(nodes):
+        free = (int(state.gpu_free[node]), int(state.cpu_free[node]), int(state.mem_free[node]))
+        victims = victims_on_node(free, pods[node], priority, shape)
+        if victims:
+            found.append(Candidate(node, victims))
+            if len(found) >= wanted:
+                break
+    return found
+
+
+def pick(found: Sequence[Candidate]) -> Candidate | None:
+    """pickOneNodeForPreemption's criteria, in order, as one sort key."""
+
+    def key(candidate: Candidate) -> tuple[int, int, int, float, int]:
+        victims = candidate.victims
+        highest = victims[0].priority
+        earliest_of_highest = min(v.started for v in victims if v.priority == highest)
+        return (
+            highest,
+            sum(v.priority + PRIORITY_OFFSET for v in victims),
+            len(victims),
+            -earliest_of_highest,
+            candidate.node,
+        )
+
+    return min(found, key=key, default=None)

@@ -1,0 +1,164 @@
+"""kube-default's DefaultPreemption model on tiny clusters, and what an eviction costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.sim.engine import SimConfig, simulate
+from phalanx.sim.jobrun import JobRun
+from phalanx.sim.metrics import summarise
+from phalanx.sim.model import JobSpec
+from phalanx.sim.policies import make_policy
+from phalanx.sim.policies.kube_preemption import BoundPod, victims_on_node
+from phalanx.sim.policy import PodEviction, SchedulingView
+from phalanx.sim.state import ClusterState
+
+from .conftest import job, make_cluster
+
+
+def _view(
+    nodes: list[str], running: list[tuple[JobRun, list[int], float]], pending: list[JobRun]
+) -> SchedulingView:
+    """A cycle's view with `running` jobs bound (job, nodes, bind time) and `pending` ones."""
+    cluster = make_cluster({"r0": nodes})
+    state = ClusterState(cluster)
+    for run, placed, when in running:
+        for node in placed:
+            spec = run.spec
+            state.bind(node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+            run.nodes.append(node)
+            run.bound_at.append(when)
+        run.start = when
+    return SchedulingView(
+        now=100.0,
+        cluster=cluster,
+        state=state,
+        pending=pending,
+        running=[r for r, _, _ in running],
+    )
+
+
+def _schedule(view: SchedulingView) -> tuple[list[PodEviction], list[tuple[str, int]]]:
+    outcome = make_policy("kube-default", view.cluster).schedule(view)
+    return list(outcome.evictions), [(p.job, p.node) for p in outcome.placements]
+
+
+def test_preempts_on_the_node_whose_highest_victim_has_the_lowest_priority() -> None:
+    view = _view(
+        ["n0", "n1"],
+        [
+            (JobRun(job("mid", 0, 1000, priority=5)), [0], 0.0),
+            (JobRun(job("low", 0, 1000, priority=1)), [1], 0.0),
+        ],
+        [JobRun(job("high", 50, 10, priority=10))],
+    )
+    evictions, placements = _schedule(view)
+    assert evictions == [PodEviction("low", 1)]
+    assert placements == [("high", 1)]
+
+
+def test_lowest_highest_priority_wins_over_fewer_victims() -> None:
+    view = _view(
+        ["n0", "n1"],
+        [
+            (JobRun(job("three", 0, 1000, priority=3)), [0], 0.0),
+            (JobRun(job("two-a", 0, 1000, gpus=4, priority=2)), [1], 0.0),
+            (JobRun(job("two-b", 0, 1000, gpus=4, priority=2)), [1], 0.0),
+        ],
+        [JobRun(job("high", 50, 10, priority=10))],
+    )
+    evictions, placements = _schedule(view)
+    assert sorted(e.job for e in evictions) == ["two-a", "two-b"]
+    assert placements == [("high", 1)]
+
+
+def test_fewest_victims_then_latest_start_break_ties() -> None:
+    view = _view(
+        ["n0", "n1", "n2"],
+        [
+            (JobRun(job("half-a", 0, 1000, gpus=4)), [0], 0.0),
+            (JobRun(job("half-b", 0, 1000, gpus=4)), [0], 0.0),
+            (JobRun(job("old", 0, 1000)), [1], 10.0),
+            (JobRun(job("young", 0, 1000)), [2], 20.0),
+        ],
+        [JobRun(job("high", 50, 10, priority=10))],
+    )
+    evictions, placements = _schedule(view)
+    assert evictions == [PodEviction("young", 2)]
+    assert placements == [("high", 2)]
+
+
+def test_evicts_only_as_many_pods_as_needed_most_recently_started_first() -> None:
+    pods = [BoundPod(f"p{i}", 0, 0, float(i), (2, 1000, 1024)) for i in range(4)]
+    victims = victims_on_node((0, 60_000, 500_000), pods, priority=10, shape=(4, 1000, 1024))
+    assert victims is not None
+    assert sorted(v.job for v in victims) == ["p2", "p3"]
+
+
+def test_keeps_higher_priority_pods_and_evicts_lower_ones() -> None:
+    pods = [
+        BoundPod("important", 0, 5, 9.0, (4, 1000, 1024)),
+        BoundPod("cheap", 0, 1, 0.0, (4, 1000, 1024)),
+    ]
+    victims = victims_on_node((0, 60_000, 500_000), pods, priority=10, shape=(4, 1000, 1024))
+    assert victims == (pods[1],)
+
+
+@pytest.mark.parametrize(
+    ("preemptor", "why"),
+    [
+        (job("big", 50, 10, gpus=16, priority=10), "no node is large enough"),
+        (job("equal", 50, 10, priority=0), "no lower priority"),
+        (job("never", 50, 10, priority=10, may_preempt=False), "preemptionPolicy Never"),
+    ],
+)
+def test_evicts_nothing_when_it_would_not_help(preemptor: JobSpec, why: str) -> None:
+    view = _view(
+        ["n0", "n1"],
+        [(JobRun(job("a", 0, 1000)), [0], 0.0), (JobRun(job("b", 0, 1000)), [1], 0.0)],
+        [JobRun(preemptor)],
+    )
+    assert _schedule(view) == ([], []), why
+
+
+def test_pods_of_a_waiting_gang_are_victims_too() -> None:
+    holder = JobRun(job("holder", 0, 1000, pods=2))
+    view = _view(["n0"], [], [JobRun(job("high", 50, 10, priority=10))])
+    spec = holder.spec
+    view.state.bind(0, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+    holder.nodes.append(0)
+    holder.bound_at.append(5.0)
+    view = SchedulingView(view.now, view.cluster, view.state, [holder, *view.pending], [])
+    evictions, placements = _schedule(view)
+    assert evictions == [PodEviction("holder", 0)]
+    assert placements == [("high", 0)]
+
+
+@pytest.mark.parametrize("arrival", [30.0, 60.0])
+def test_an_evicted_job_restarts_and_its_lost_work_is_counted(arrival: float) -> None:
+    cluster = make_cluster({"r0": ["n0"]})
+    jobs = [job("low", 0, 100), job("high", arrival, 50, priority=10)]
+    result = simulate(cluster, jobs, make_policy("kube-default", cluster), SimConfig(horizon=1e4))
+    runs = {r.name: r for r in result.runs}
+    low, high = runs["low"], runs["high"]
+    assert high.start == arrival and high.finish == arrival + 50
+    assert low.attempt == 1 and low.start == arrival + 50 and low.finish == arrival + 150
+    assert low.first_start == 0 and low.waited == 50
+    assert low.lost_gpu_seconds == 8 * arrival
+    summary = summarise(result)
+    assert summary["evicted_gpus"] == 8 and summary["job_evictions"] == 1
+    assert summary["gpu_hours_lost"] == pytest.approx(8 * arrival / 3600)
+    assert summary["high_priority_wait_seconds"]["p95"] == 0
+    assert summary["never_started"] == 0
+    assert summary["queueing_delay_seconds"]["mean"] == pytest.approx(25)
+
+
+def test_a_waiting_high_priority_job_counts_its_wait_so_far() -> None:
+    cluster = make_cluster({"r0": ["n0"]})
+    jobs = [job("low", 0, 10_000), job("high", 100, 50, priority=10, may_preempt=False)]
+    result = simulate(cluster, jobs, make_policy("kube-default", cluster), SimConfig(horizon=1000))
+    summary = summarise(result)
+    assert summary["never_started"] == 1
+    assert summary["high_priority_wait_seconds"]["p50"] == 900
+    assert summary["biggest_gang_max_wait_seconds"] == 900
+    assert summary["evicted_gpus"] == 0 and summary["gpu_hours_lost"] == 0
