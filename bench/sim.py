@@ -111,6 +111,7 @@ def run_task(task: Task) -> dict[str, Any]:
     from phalanx.sim.slowdown import SlowdownModel
     from phalanx.sim.trace import jobs_from_spec
     from phalanx.sim.workloads.alibaba import NEVER
+    from phalanx.sim.workloads.mix import queues_from_spec
 
     started = time.perf_counter()
     cluster = _cluster(task.cluster, open_cluster)
@@ -121,7 +122,7 @@ def run_task(task: Task) -> dict[str, Any]:
     horizon = last * task.horizon_factor + period if departures else last + 2 * period
     model = SlowdownModel() if task.slowdown == "on" else SlowdownModel.off()
     config = SimConfig(horizon=horizon, cycle_period=task.cycle_period, slowdown=model)
-    summary = run_policy(cluster, jobs, task.policy, config)
+    summary = run_policy(cluster, jobs, task.policy, config, queues_from_spec(task.trace))
     if not task.keep_series:
         summary.pop("series")
     summary.update(
@@ -168,6 +169,12 @@ METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
     "multi_node_in_one_block": lambda s: s["multi_node_in_one_block"],
     "mean_slowdown_multi_node": lambda s: s["mean_slowdown_multi_node"],
     "fully_free_nodes_mean": lambda s: s["fully_free_nodes_mean"],
+    "high_wait_p50_s": lambda s: s["high_priority_wait_seconds"]["p50"],
+    "high_wait_p95_s": lambda s: s["high_priority_wait_seconds"]["p95"],
+    "evicted_gpus": lambda s: s["evicted_gpus"],
+    "job_evictions": lambda s: s["job_evictions"],
+    "gpu_hours_lost": lambda s: s["gpu_hours_lost"],
+    "biggest_gang_max_wait_s": lambda s: s["biggest_gang_max_wait_seconds"],
     "cycle_ms_mean": lambda s: _ms(s["scheduler_seconds_per_cycle"]["mean"]),
     "cycle_ms_p95": lambda s: _ms(s["scheduler_seconds_per_cycle"]["p95"]),
     "snapshot_ms_mean": lambda s: _ms(s["snapshot_seconds_per_cycle"]["mean"]),
@@ -369,6 +376,16 @@ ON_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
     ("cycle ms p95", "cycle_ms_p95", lambda c: _fmt(c, digits=1)),
 ]
 OFF_COLUMNS = [ON_COLUMNS[i] for i in (0, 1, 5, 6, 7, 8, 9, 10)]
+PREEMPTION_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
+    ("high-priority wait p50 h", "high_wait_p50_s", lambda c: _fmt(c, 3600)),
+    ("high-priority wait p95 h", "high_wait_p95_s", lambda c: _fmt(c, 3600)),
+    ("GPUs evicted", "evicted_gpus", lambda c: _fmt(c, digits=0)),
+    ("jobs evicted", "job_evictions", lambda c: _fmt(c, digits=1)),
+    ("GPU-h of work lost", "gpu_hours_lost", lambda c: _fmt(c, digits=1)),
+    ("never started", "never_started", lambda c: _fmt(c, digits=1)),
+    ("biggest gangs' max wait h", "biggest_gang_max_wait_s", lambda c: _fmt(c, 3600)),
+]
+"""Shown for workloads with more than one priority (waits count never-started jobs)."""
 
 
 def _hours(v: float) -> str:
@@ -384,6 +401,11 @@ LOSS_METRICS: tuple[tuple[str, bool, str, Callable[[float], str]], ...] = (
     ("jct_mean_s", False, "JCT mean", _hours),
     ("jct_p95_s", False, "JCT p95", _hours),
     ("never_started", False, "jobs never started", lambda v: f"{v:.1f}"),
+    ("high_wait_p50_s", False, "high-priority wait p50", _hours),
+    ("high_wait_p95_s", False, "high-priority wait p95", _hours),
+    ("evicted_gpus", False, "GPUs evicted", lambda v: f"{v:.0f}"),
+    ("gpu_hours_lost", False, "GPU-hours of work lost to evictions", lambda v: f"{v:.1f}"),
+    ("biggest_gang_max_wait_s", False, "max wait of the biggest gangs", _hours),
     ("window_fully_free_nodes", True, "fully free nodes (steady)", lambda v: f"{v:.1f}"),
     ("cycle_ms_mean", False, "scheduler time per cycle", lambda v: f"{v:.1f} ms"),
 )
@@ -442,7 +464,28 @@ def table(
             cells = [fmt(r[key]) for _, key, fmt in columns]
             lines.append(f"| {r['load']:g} | {r['policy']} | " + " | ".join(cells) + " |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + preemption_table(rows, first))
+
+
+def preemption_table(rows: Sequence[Mapping[str, Any]], first: Mapping[str, Any]) -> list[str]:
+    """Priorities and evictions, when the trace has more than one priority."""
+    subset = [r for r in rows if r["high_wait_p50_s"]["mean"] is not None]
+    if not subset:
+        return []
+    lines = [
+        f"Priorities and evictions (biggest gangs: {first['biggest_gang_gpus']} GPUs; a wait "
+        "counts every second a job waited, until the end of the run for one still waiting):",
+        "",
+        "| load | slowdown | policy | " + " | ".join(c[0] for c in PREEMPTION_COLUMNS) + " |",
+        "|---|---|---|" + "---|" * len(PREEMPTION_COLUMNS),
+    ]
+    for r in subset:
+        cells = [fmt(r[key]) for _, key, fmt in PREEMPTION_COLUMNS]
+        lines.append(
+            f"| {r['load']:g} | {r['slowdown_model']} | {r['policy']} | " + " | ".join(cells) + " |"
+        )
+    lines.append("")
+    return lines
 
 
 def readme_parts(results_dir: Path) -> tuple[list[str], list[str], str]:
@@ -457,8 +500,7 @@ def readme_parts(results_dir: Path) -> tuple[list[str], list[str], str]:
         lost += losses(document["workload"], rows)
         count += len(runs)
     timing = (
-        f"Generated by `python -m bench.sim` from {count} simulations "
-        f"(`bench/results/sim-*.json`)."
+        f"Generated by `python -m bench.sim` from {count} simulations (`bench/results/sim-*.json`)."
     )
     return sections, lost, timing
 

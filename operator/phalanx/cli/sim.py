@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from phalanx.sim.policies import POLICIES
     from phalanx.sim.run import default_horizon, open_cluster, run_policy
     from phalanx.sim.slowdown import SlowdownModel
-    from phalanx.sim.trace import TraceError, load_jobs
+    from phalanx.sim.trace import TraceError, load_jobs, read_trace_spec
+    from phalanx.sim.workloads.mix import queues_from_spec
 
     policies = list(POLICIES) if args.policy == "all" else [args.policy]
     unknown = [p for p in policies if p not in POLICIES]
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cluster = open_cluster(args.cluster)
         jobs = load_jobs(args.trace, cluster, seed=args.seed, load=args.load)
+        queues = queues_from_spec(read_trace_spec(args.trace))
     except (OSError, ValueError, TraceError) as error:
         print(f"phalanx sim: {error}", file=sys.stderr)
         return 2
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         f"{'policy':14} {'alloc':>6} {'wait p50':>9} {'JCT p50':>9} {'unstarted':>9} {'in rack':>8}"
     )
     for name in policies:
-        summary = run_policy(cluster, jobs, name, config)
+        summary = run_policy(cluster, jobs, name, config, queues)
         summary["seed"] = args.seed
         summary["trace"] = str(args.trace)
         (out / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")

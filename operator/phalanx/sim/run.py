@@ -10,7 +10,7 @@ from typing import Any
 from phalanx.sim.cluster import load_cluster
 from phalanx.sim.engine import SimConfig, simulate
 from phalanx.sim.metrics import summarise
-from phalanx.sim.model import JobSpec, SimCluster
+from phalanx.sim.model import JobSpec, SimCluster, SimQueue
 from phalanx.sim.paths import resolve
 from phalanx.sim.policies import make_policy
 from phalanx.sim.workloads import alibaba
@@ -42,11 +42,15 @@ def steady_window(jobs: Sequence[JobSpec]) -> tuple[float, float]:
 
 
 def run_policy(
-    cluster: SimCluster, jobs: Sequence[JobSpec], policy: str, config: SimConfig
+    cluster: SimCluster,
+    jobs: Sequence[JobSpec],
+    policy: str,
+    config: SimConfig,
+    queues: Sequence[SimQueue] = (),
 ) -> dict[str, Any]:
     if config.window is None:
         config = replace(config, window=steady_window(jobs))
-    result = simulate(cluster, jobs, make_policy(policy, cluster), config)
+    result = simulate(cluster, jobs, make_policy(policy, cluster, queues=queues), config)
     summary = summarise(result)
     summary["policy"] = policy
     summary["cluster"] = cluster.name

@@ -8,6 +8,7 @@
   that): parameters of the seeded generator (`phalanx.sim.workloads.synthetic`).
 - YAML with `generator: alibaba`: `pods:` (CSV path), `demand` (`--load` overrides it),
   `interval`.
+A generated trace may add `priorities:` and `queues:` (`phalanx.sim.workloads.mix`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import yaml
 
 from phalanx.sim.model import JobSpec, SimCluster
 from phalanx.sim.paths import resolve
-from phalanx.sim.workloads import alibaba, synthetic
+from phalanx.sim.workloads import alibaba, mix, synthetic
 
 
 class TraceError(ValueError):
@@ -48,6 +49,12 @@ def jobs_from_spec(
 ) -> list[JobSpec]:
     if "jobs" in spec and isinstance(spec["jobs"], list):
         return [_job(item) for item in spec["jobs"]]
+    return mix.apply_mix(_generated(spec, cluster, seed, load), spec, seed)
+
+
+def _generated(
+    spec: Mapping[str, Any], cluster: SimCluster, seed: int, load: float | None
+) -> list[JobSpec]:
     generator = spec.get("generator")
     if generator == "synthetic":
         workload = synthetic.SyntheticWorkload.from_dict(spec)

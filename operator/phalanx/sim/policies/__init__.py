@@ -5,7 +5,8 @@
   (all-or-nothing gangs placed like kube-scheduler would spread them).
 - `gang-binpack`: the core with topology off and bin-packing node order
   (Volcano's `gang` plugin plus its `binpack` plugin).
-- `kube-default`: kube-scheduler's default profile, pod by pod (`kube_default`).
+- `kube-default`: kube-scheduler's default profile, pod by pod (`kube_default`),
+  with its DefaultPreemption (`kube_preemption`).
 
 The three gang policies call `phalanx.core.run_cycle`; only kube-default's
 pod-by-pod placement lives in the simulator, because the core does not do it.
@@ -13,10 +14,11 @@ pod-by-pod placement lives in the simulator, because the core does not do it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from phalanx.sim.clock import WallTimer, default_wall_timer
-from phalanx.sim.model import SimCluster
+from phalanx.sim.model import SimCluster, SimQueue
 from phalanx.sim.policy import Policy
 
 POLICIES = ("phalanx", "kube-default", "gang-spread", "gang-binpack")
@@ -27,7 +29,14 @@ CORE_POLICIES: dict[str, tuple[bool, Literal["binpack", "spread"]]] = {
 }
 
 
-def make_policy(name: str, cluster: SimCluster, wall: WallTimer = default_wall_timer) -> Policy:
+def make_policy(
+    name: str,
+    cluster: SimCluster,
+    wall: WallTimer = default_wall_timer,
+    queues: Sequence[SimQueue] = (),
+) -> Policy:
+    """`queues` are the cluster's queues; kube-default has none (kube-scheduler knows
+    priorities only), the gang policies admit, preempt and reclaim by them."""
     if name == "kube-default":
         from phalanx.sim.policies.kube_default import KubeDefaultPolicy
 
@@ -36,5 +45,5 @@ def make_policy(name: str, cluster: SimCluster, wall: WallTimer = default_wall_t
         from phalanx.sim.policies.core_policy import CorePolicy
 
         topology_aware, node_order = CORE_POLICIES[name]
-        return CorePolicy(name, cluster, topology_aware, node_order, wall)
+        return CorePolicy(name, cluster, topology_aware, node_order, wall, queues)
     raise ValueError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")

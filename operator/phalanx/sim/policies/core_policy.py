@@ -10,23 +10,41 @@ state change, so a cycle pays for the snapshot's own indexing and for
 - `gang-binpack`: `topology_aware=False, node_order="binpack"` — Volcano's
   `gang` plugin (all or nothing, minMember) with its `binpack` plugin (fill
   the most allocated nodes first).
+All three run the core's preemption and reclaim: the engine carries out
+`CycleResult.evictions` (each victim job restarts), and the room the core holds
+for a group (`GroupDecision.nomination`) is handed back in the group's next
+snapshot, as the operator does through `status.nominated`. The simulator's
+queues become Queue objects; a job whose PriorityClass says
+`preemptionPolicy: Never` gets such a class.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from phalanx.cluster import labels
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
 from phalanx.core.ids import CPU, GPU, MEMORY, PODS
-from phalanx.core.model import GroupInfo, NodeInfo, PodInfo, TopologyLevel, TopologySpec
+from phalanx.core.model import (
+    PREEMPT_NEVER,
+    GroupInfo,
+    NodeInfo,
+    PodInfo,
+    PriorityClassInfo,
+    QueueInfo,
+    TopologyLevel,
+    TopologySpec,
+)
+from phalanx.core.nomination import Nomination
+from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.jobrun import JobRun
-from phalanx.sim.model import JobSpec, SimCluster
-from phalanx.sim.policy import CycleOutcome, PodPlacement, SchedulingView
+from phalanx.sim.model import JobSpec, SimCluster, SimQueue
+from phalanx.sim.policy import CycleOutcome, PodEviction, PodPlacement, SchedulingView
 
 NAMESPACE = "sim"
 MILLI = 1000
@@ -55,6 +73,29 @@ def topology_spec(cluster: SimCluster, name: str = "default") -> TopologySpec:
     return TopologySpec(name=name, levels=tuple(levels))
 
 
+def queue_infos(queues: Sequence[SimQueue]) -> tuple[QueueInfo, ...]:
+    return tuple(
+        QueueInfo(
+            name=queue.name,
+            guarantee=_gpus(queue.guarantee_gpus),
+            capability=_gpus(queue.capability_gpus),
+            reclaimable=queue.reclaimable,
+        )
+        for queue in queues
+    )
+
+
+def _gpus(count: int | None) -> dict[str, int] | None:
+    return None if count is None else {GPU: count * MILLI}
+
+
+def never_class(priority: int) -> PriorityClassInfo:
+    """The PriorityClass of jobs that may not preempt (`preemptionPolicy: Never`)."""
+    return PriorityClassInfo(
+        name=f"sim-never-{priority}", value=priority, preemption_policy=PREEMPT_NEVER
+    )
+
+
 def requests(spec: JobSpec) -> dict[str, int]:
     return {
         CPU: spec.cpu_milli_per_pod,
@@ -78,6 +119,7 @@ class CorePolicy:
         topology_aware: bool,
         node_order: Literal["binpack", "spread"],
         wall: WallTimer = default_wall_timer,
+        queues: Sequence[SimQueue] = (),
     ) -> None:
         self.name = name
         self._cluster = cluster
@@ -86,11 +128,30 @@ class CorePolicy:
         self._topologies = (topology_spec(cluster),) if cluster.levels else ()
         self._wall = wall
         self._position = {node.name: i for i, node in enumerate(cluster.nodes)}
+        self._queues = queue_infos(queues)
+        self._classes: dict[str, PriorityClassInfo] = {}
         self._jobs: dict[str, _JobObjects] = {}
         self._bound: dict[str, tuple[PodInfo, ...]] = {}
+        self._bound_nodes: dict[str, tuple[str, int]] = {}
+        """Pod key of every bound pod -> (job, node index), to carry out evictions."""
+        self._nominations: dict[str, Nomination] = {}
 
     def schedule(self, view: SchedulingView) -> CycleOutcome:
         started = self._wall()
+        snapshot, pod_job = self.snapshot(view)
+        prepared = self._wall()
+        result = run_cycle(snapshot, self._config, now=view.now)
+        finished = self._wall()
+        placements, evictions = self.carry_out(result, pod_job)
+        return CycleOutcome(
+            placements,
+            scheduler_seconds=finished - prepared,
+            prepare_seconds=prepared - started,
+            evictions=evictions,
+        )
+
+    def snapshot(self, view: SchedulingView) -> tuple[Snapshot, dict[str, str]]:
+        """The core's input for this view, and the job of each waiting pod (by pod key)."""
         pods: list[PodInfo] = []
         groups: list[GroupInfo] = []
         pod_job: dict[str, str] = {}
@@ -99,33 +160,66 @@ class CorePolicy:
             groups.append(self._objects(run.spec).group)
         live = {run.name for run in view.running}
         for stale in [name for name in self._bound if name not in live]:
-            del self._bound[stale]
+            self._unbind(stale)
         for run in view.pending:
             objects = self._objects(run.spec)
-            groups.append(objects.group)
+            nomination = self._nominations.get(run.name)
+            group = objects.group
+            groups.append(group if nomination is None else replace(group, nomination=nomination))
             pods.extend(objects.waiting)
             pod_job.update(objects.pod_job)
         snapshot = Snapshot(
-            nodes=self._nodes, pods=pods, groups=groups, topologies=self._topologies
+            nodes=self._nodes,
+            pods=pods,
+            groups=groups,
+            queues=self._queues,
+            topologies=self._topologies,
+            priority_classes=tuple(self._classes.values()),
         )
-        prepared = self._wall()
-        result = run_cycle(snapshot, self._config, now=view.now)
-        finished = self._wall()
+        return snapshot, pod_job
+
+    def carry_out(
+        self, result: CycleResult, pod_job: dict[str, str]
+    ) -> tuple[list[PodPlacement], list[PodEviction]]:
+        """The core's bindings and evictions in the engine's terms; its holds kept."""
         placements = [
             PodPlacement(pod_job[binding.pod], self._position[binding.node])
             for binding in result.bindings
         ]
-        return CycleOutcome(
-            placements,
-            scheduler_seconds=finished - prepared,
-            prepare_seconds=prepared - started,
-        )
+        self._keep_nominations(result)
+        return placements, self._evictions(result)
+
+    def _evictions(self, result: CycleResult) -> list[PodEviction]:
+        """Pods the core evicts, as (job, node); each victim job restarts, so its pods
+        are built afresh when it runs again."""
+        evictions = [PodEviction(*self._bound_nodes[e.pod]) for e in result.evictions]
+        for job in {e.job for e in evictions}:
+            self._unbind(job)
+        return evictions
+
+    def _keep_nominations(self, result: CycleResult) -> None:
+        """The holds the core reports, kept for the group's next snapshot (status.nominated)."""
+        prefix = NAMESPACE + "/"
+        for decision in result.groups:
+            job = decision.group.removeprefix(prefix)
+            if decision.nomination is None:
+                self._nominations.pop(job, None)
+            else:
+                self._nominations[job] = decision.nomination
+
+    def _unbind(self, job: str) -> None:
+        for pod in self._bound.pop(job, ()):
+            self._bound_nodes.pop(pod.key, None)
 
     def _objects(self, spec: JobSpec) -> _JobObjects:
         objects = self._jobs.get(spec.name)
         if objects is None:
             group = GroupInfo(
-                namespace=NAMESPACE, name=spec.name, min_member=spec.pods, creation=spec.arrival
+                namespace=NAMESPACE,
+                name=spec.name,
+                min_member=spec.pods,
+                queue=spec.queue,
+                creation=spec.arrival,
             )
             waiting = tuple(self._pod(spec, i) for i in range(spec.pods))
             pod_job = {str(pod.key): spec.name for pod in waiting}
@@ -135,17 +229,28 @@ class CorePolicy:
     def _bound_pods(self, run: JobRun) -> tuple[PodInfo, ...]:
         pods = self._bound.get(run.name)
         if pods is None:
-            node_names = [self._cluster.nodes[i].name for i in run.nodes]
             pods = tuple(
-                self._pod(run.spec, i, node, "Running") for i, node in enumerate(node_names)
+                self._pod(run.spec, i, self._cluster.nodes[node].name, "Running", started)
+                for i, (node, started) in enumerate(zip(run.nodes, run.bound_at, strict=True))
             )
             self._bound[run.name] = pods
+            for pod, node in zip(pods, run.nodes, strict=True):
+                self._bound_nodes[pod.key] = (run.name, node)
             self._jobs.pop(run.name, None)
         return pods
 
     def _pod(
-        self, spec: JobSpec, index: int, node: str | None = None, phase: str = "Pending"
+        self,
+        spec: JobSpec,
+        index: int,
+        node: str | None = None,
+        phase: str = "Pending",
+        started: float | None = None,
     ) -> PodInfo:
+        priority_class = None
+        if not spec.may_preempt:
+            never = never_class(spec.priority)
+            priority_class = self._classes.setdefault(never.name, never).name
         return PodInfo(
             namespace=NAMESPACE,
             name=f"{spec.name}-{index}",
@@ -154,5 +259,7 @@ class CorePolicy:
             phase=phase,
             group=spec.name,
             priority=spec.priority,
+            priority_class_name=priority_class,
             creation=spec.arrival,
+            started_at=started,
         )
