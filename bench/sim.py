@@ -420,11 +420,13 @@ def losses(workload: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         if ours is None:
             continue
         for key, higher, label, fmt in LOSS_METRICS:
+            if key not in ours:
+                continue  # a results file from before the metric existed
             mine = ours[key]["mean"]
             others = [
                 (p, r[key]["mean"])
                 for p, r in same.items()
-                if p != "phalanx" and r[key]["mean"] is not None
+                if p != "phalanx" and key in r and r[key]["mean"] is not None
             ]
             if mine is None or not others:
                 continue
@@ -469,7 +471,7 @@ def table(
 
 def preemption_table(rows: Sequence[Mapping[str, Any]], first: Mapping[str, Any]) -> list[str]:
     """Priorities and evictions, when the trace has more than one priority."""
-    subset = [r for r in rows if r["high_wait_p50_s"]["mean"] is not None]
+    subset = [r for r in rows if (r.get("high_wait_p50_s") or {}).get("mean") is not None]
     if not subset:
         return []
     lines = [
