@@ -1,4 +1,5 @@
-"""Hosts of the Alibaba Lingjun training cluster from its topology CSV (copied into bench/data/lingjun-topology/).
+"""Hosts of the Alibaba Lingjun training cluster from its topology CSV (copied into
+bench/data/lingjun-topology/).
 
 Each row is `ip,DSW,PSW,ASW`: a host (an anonymised hash) and its core (DSW), aggregation
 (PSW) and leaf (ASW) switches. Leaf switch names repeat under different aggregation

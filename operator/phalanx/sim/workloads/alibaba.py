@@ -1,4 +1,5 @@
-"""The Alibaba GPU cluster trace 2023 (cluster-trace-gpu-v2023), copied into bench/data/alibaba-gpu-v2023/.
+"""The Alibaba GPU cluster trace 2023 (cluster-trace-gpu-v2023), copied into
+bench/data/alibaba-gpu-v2023/.
 
 Pods are single-pod jobs with cpu, memory and GPU requests. A fractional GPU
 request (`gpu_milli` < 1000, GPU sharing) counts as one whole GPU: Phalanx
