@@ -182,7 +182,7 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
         time.sleep(3.0)  # informers listed and idle
         log(f"{tag} {account} ready in {result['component_ready_s']}s (pid {pid})")
         result.update(_measure(cluster, scheduler, account, pid, gangs, workload, tag))
-        components.stop_component(cluster, account, pid)
+        components.stop_component(cluster, account)
         if profile_path is not None:
             result["profile"] = str(profile_path)
     finally:

@@ -113,7 +113,7 @@ def start_operator(cluster: LocalCluster, kubeconfig: Path, profile: Path | None
     started = processes.start(OPERATOR, argv, cluster.run_dir, die_with_parent=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not processes.is_ours(started.pid, cluster.run_dir):
+        if started.exit_code() is not None:
             raise RuntimeError(f"the operator exited; see {started.log}")
         if _answers(f"http://127.0.0.1:{port}/readyz"):
             return started.pid
@@ -136,7 +136,7 @@ def start_kube_scheduler(cluster: LocalCluster, kubeconfig: Path, qps: int, burs
     ], cluster.run_dir, die_with_parent=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not processes.is_ours(started.pid, cluster.run_dir):
+        if started.exit_code() is not None:
             raise RuntimeError(f"kube-scheduler exited; see {started.log}")
         if _healthy(port):
             return started.pid
@@ -159,5 +159,5 @@ def _answers(url: str, context: ssl.SSLContext | None = None) -> bool:
         return False
 
 
-def stop_component(cluster: LocalCluster, name: str, pid: int) -> None:
-    processes.stop_one(cluster.run_dir, name, pid, grace_seconds=20.0)
+def stop_component(cluster: LocalCluster, name: str) -> None:
+    processes.stop_one(cluster.run_dir, name, grace_seconds=20.0)

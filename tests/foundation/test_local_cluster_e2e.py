@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.cluster import LocalCluster
+from cold_binaries import cold_copy
+from phalanx.cluster import ClusterError, LocalCluster, binaries, processes
 from phalanx.cluster.binaries import require_all
-from phalanx.cluster.processes import is_ours
 
 pytestmark = pytest.mark.e2e
 
@@ -30,8 +30,8 @@ def _binaries() -> None:
     require_all()
 
 
-def alive(pids: dict[str, int], run_dir: Path) -> dict[str, int]:
-    return {name: pid for name, pid in pids.items() if is_ours(pid, run_dir)}
+def still_running(identities: dict[str, processes.Identity]) -> list[str]:
+    return sorted(name for name, identity in identities.items() if processes.running(identity))
 
 
 def cli(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
@@ -49,8 +49,8 @@ def test_cli_up_status_down_with_kube_scheduler(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stdout + up.stderr
         assert f"export KUBECONFIG={kubeconfig}" in up.stdout
         cluster = LocalCluster.attach(run_dir)
-        pids = cluster.pids()
-        assert set(pids) == {"etcd", "kube-apiserver", "kwok", "kube-scheduler"}
+        started = processes.alive(run_dir)
+        assert set(started) == {"etcd", "kube-apiserver", "kwok", "kube-scheduler"}
         status = cli("status", *where)
         assert status.returncode == 0 and "2 kwok nodes Ready" in status.stdout
         # kube-scheduler binds a default-scheduler pod onto a kwok node, where it runs.
@@ -62,9 +62,55 @@ def test_cli_up_status_down_with_kube_scheduler(tmp_path: Path) -> None:
     finally:
         down = cli("down", *where)
     assert down.returncode == 0, down.stdout
-    assert alive(pids, run_dir) == {}
+    assert still_running(started) == []
     assert not kubeconfig.exists()
     assert cli("status", *where).returncode == 1
+
+
+def bin_dir_with(folder: Path, cold: tuple[str, ...] = (), broken: str = "") -> Path:
+    """The real binaries, linked; those in `cold` copied out of the page cache; `broken`
+    wrapped so that it exits at once on an unknown flag."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in binaries.NAMES:
+        real = binaries.binary(name)
+        (folder / name).unlink(missing_ok=True)
+        if name in cold:
+            cold_copy(real, folder / name)
+        elif name == broken:
+            (folder / name).write_text(f'#!/bin/sh\nexec {real} --no-such-flag "$@"\n')
+            (folder / name).chmod(0o755)
+        else:
+            (folder / name).symlink_to(real)
+    return folder
+
+
+def test_cold_binaries_start_and_back_to_back_starts_and_stops_leave_nothing(
+    tmp_path: Path,
+) -> None:
+    """As after a reboot: the binaries are read from disk during the exec (their command
+    lines read empty meanwhile). Each start comes up, each stop ends every process."""
+    run_dir = tmp_path / "run"
+    spawned = ("etcd", "kube-apiserver", "kwok")
+    for round_ in range(2):
+        tools = bin_dir_with(tmp_path / f"bin-{round_}", cold=spawned)
+        cluster = LocalCluster(run_dir, bin_dir=tools).start()
+        try:
+            started = processes.alive(run_dir)
+            assert set(started) == set(spawned)
+            assert cluster.is_ready()
+        finally:
+            cluster.stop()
+        assert still_running(started) == []
+        assert processes.recorded(run_dir) == {}
+
+
+def test_a_failed_start_stops_what_it_had_started(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    tools = bin_dir_with(tmp_path / "bin", broken="kube-apiserver")
+    with pytest.raises(ClusterError, match="kube-apiserver exited with code 1"):
+        LocalCluster(run_dir, bin_dir=tools).start()
+    assert processes.alive(run_dir) == {}  # etcd, started first, was stopped
+    assert processes.recorded(run_dir) == {}
 
 
 def test_cluster_processes_die_with_the_process_that_started_them(tmp_path: Path) -> None:
@@ -82,14 +128,15 @@ def test_cluster_processes_die_with_the_process_that_started_them(tmp_path: Path
     try:
         assert owner.stdout is not None
         pids = json.loads(owner.stdout.readline())
+        started = processes.alive(run_dir)
+        assert {name: identity.pid for name, identity in started.items()} == pids
         assert set(pids) == {"etcd", "kube-apiserver", "kwok"}
-        assert alive(pids, run_dir) == pids
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()
     deadline = time.monotonic() + 30
-    while alive(pids, run_dir) and time.monotonic() < deadline:
+    while still_running(started) and time.monotonic() < deadline:
         time.sleep(0.2)
-    leftovers = alive(pids, run_dir)
+    leftovers = still_running(started)
     LocalCluster.attach(run_dir).stop()  # clean up even if the assertion below fails
-    assert leftovers == {}
+    assert leftovers == []

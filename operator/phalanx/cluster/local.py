@@ -114,6 +114,7 @@ class LocalCluster:
         self.die_with_parent = die_with_parent
         self.kwok_lease_seconds = kwok_lease_seconds
         self._state: ClusterState | None = None
+        self._started: dict[str, processes.Started] = {}  # what this object spawned
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ class LocalCluster:
         in between, the start is retried on fresh ports.
         """
         tools = binaries.require_all(self.bin_dir)
-        if processes.recorded(self.run_dir):
+        if processes.alive(self.run_dir):
             raise ClusterError(f"a cluster is already running in {self.run_dir}; stop it first")
         for attempt in range(1, attempts + 1):
             try:
@@ -194,7 +195,9 @@ class LocalCluster:
 
         Returns the components that ignored SIGTERM and had to be killed.
         """
-        return processes.stop(self.run_dir, STOP_ORDER)
+        killed = processes.stop(self.run_dir, STOP_ORDER)
+        self._started.clear()
+        return killed
 
     def __enter__(self) -> LocalCluster:
         return self.start()
@@ -209,7 +212,7 @@ class LocalCluster:
 
     def pids(self) -> dict[str, int]:
         """Live processes of this cluster by component name."""
-        return processes.recorded(self.run_dir)
+        return {name: found.pid for name, found in processes.alive(self.run_dir).items()}
 
     # -- connection --------------------------------------------------------------------------
 
@@ -381,26 +384,31 @@ class LocalCluster:
                 "--v=1",
             ],
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if _healthz_ok(f"https://127.0.0.1:{port}/healthz"):
-                return started.pid
-            self._check_alive()
-            time.sleep(0.3)
-        raise ClusterError(f"kube-scheduler not healthy; see {started.log}")
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if _healthz_ok(f"https://127.0.0.1:{port}/healthz"):
+                    return started.pid
+                self._check_alive()
+                time.sleep(0.3)
+            raise ClusterError(f"kube-scheduler not healthy; see {started.log}")
+        except BaseException:
+            self.stop_scheduler()
+            raise
 
     def stop_scheduler(self) -> None:
-        pid = self.pids().get("kube-scheduler")
-        if pid is not None:
-            processes.stop_one(self.run_dir, "kube-scheduler", pid)
+        processes.stop_one(self.run_dir, "kube-scheduler")
+        self._started.pop("kube-scheduler", None)
 
     # -- internals ---------------------------------------------------------------------------
 
     def _spawn(self, name: str, argv: Sequence[str]) -> processes.Started:
         on_main_thread = threading.current_thread() is threading.main_thread()
-        return processes.start(
+        started = processes.start(
             name, argv, self.run_dir, die_with_parent=self.die_with_parent and on_main_thread
         )
+        self._started[name] = started
+        return started
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -415,12 +423,16 @@ class LocalCluster:
         )
 
     def _check_alive(self) -> None:
-        alive = processes.recorded(self.run_dir)
-        for name in (self.run_dir / "pids").glob("*.pid"):
-            if name.stem not in alive:
-                log = self.run_dir / "logs" / f"{name.stem}.log"
-                tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-                raise ClusterError(f"{name.stem} exited; last lines of {log}:\n{tail}")
+        """Raise if a recorded component has exited, with its exit code when we started it."""
+        for name, identity in processes.recorded(self.run_dir).items():
+            if processes.running(identity):
+                continue
+            started = self._started.get(name)
+            code = started.exit_code() if started is not None else None
+            how = "exited" if code is None else f"exited with code {code}"
+            log = self.run_dir / "logs" / f"{name}.log"
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+            raise ClusterError(f"{name} {how}; last lines of {log}:\n{tail}")
 
 
 def write_kubeconfig(path: Path, state: ClusterState, context: str = "phalanx") -> None:
