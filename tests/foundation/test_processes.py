@@ -89,9 +89,10 @@ def test_an_exited_process_is_not_alive_and_tells_its_exit_code(tmp_path: Path) 
 def test_a_process_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     started = processes.start(
-        "stubborn", ["sh", "-c", "trap '' TERM; while :; do sleep 1; done"], run_dir,
-        die_with_parent=True,
+        "stubborn", ["sh", "-c", "trap '' TERM; echo trapped; while :; do sleep 1; done"],
+        run_dir, die_with_parent=True,
     )
+    assert wait_until(lambda: "trapped" in started.log.read_text())  # SIGTERM now ignored
     assert processes.stop(run_dir, [], grace_seconds=0.5) == ["stubborn"]
     assert not processes.running(started.identity)
 
