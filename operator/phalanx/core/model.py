@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from phalanx.core.ids import (
+    API_GROUP,
     DEFAULT_QUEUE,
     DEFAULT_TOPOLOGY,
     SCHEDULER_NAME,
@@ -91,6 +92,8 @@ class PodInfo:
     """A pod, with `requests` already the effective request Kubernetes would use.
 
     `group` is the PodGroup name in the pod's namespace (None: no group);
+    `implied_groups`: the groups its controller's labels point to (a Job's, a JobSet's,
+    ...), in order; the first that exists becomes `group` when no label names one;
     `scheduling_gates` lists the gates still on the pod; `terminating`: being deleted
     (its node's capacity stays used until it is gone, but it is no longer a gang member);
     `started_at`: when the pod started (status.startTime), for "most recently started
@@ -114,6 +117,7 @@ class PodInfo:
     scheduling_gates: tuple[str, ...] = ()
     terminating: bool = False
     started_at: float | None = None
+    implied_groups: tuple[str, ...] = ()
 
     @property
     def key(self) -> PodKey:
@@ -140,14 +144,23 @@ class SubGroupSpec:
 
 @dataclass(frozen=True, slots=True)
 class GroupTopology:
+    """Levels by name. `required_label` / `preferred_label` name a level by a node label
+    key instead (Kubernetes' and Kueue's way); parsing resolves them to a level name of
+    the NetworkTopology that reads that label, or of an implicit one on that label."""
+
     network_topology: str = DEFAULT_TOPOLOGY
     required: str | None = None
     preferred: str | None = None
     sub_group: SubGroupSpec | None = None
+    required_label: str | None = None
+    preferred_label: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class GroupInfo:
+    """A gang. `api_group` says which PodGroup kind it was read from (Phalanx's own or
+    Kubernetes' `scheduling.k8s.io`), so its status goes back to that object."""
+
     namespace: str
     name: str
     min_member: int
@@ -159,6 +172,7 @@ class GroupInfo:
     creation: float = 0.0
     schedule_timeout_seconds: int | None = None
     nomination: Nomination | None = None
+    api_group: str = API_GROUP
 
     @property
     def key(self) -> GroupKey:

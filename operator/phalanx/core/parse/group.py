@@ -1,4 +1,4 @@
-"""PodGroup -> GroupInfo (also reads Volcano and scheduler-plugins PodGroups)."""
+"""PodGroup -> GroupInfo (also reads Volcano, scheduler-plugins and Kubernetes' own PodGroups)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from phalanx.core.ids import DEFAULT_QUEUE, DEFAULT_TOPOLOGY, NodeName
 from phalanx.core.model import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
 from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.upstream import is_upstream, parse_upstream_pod_group
 
 
 def parse_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
+    if is_upstream(obj):
+        return parse_upstream_pod_group(obj)
     reader = Reader("PodGroup", obj, namespaced=True)
     min_member = reader.required_integer("spec.minMember", minimum=1)
     roles = _roles(reader)
@@ -70,8 +73,11 @@ def _topology(reader: Reader) -> GroupTopology | None:
         return None
     required = reader.string("spec.topology.required") or None
     preferred = reader.string("spec.topology.preferred") or None
-    if required and preferred:
-        raise reader.error("spec.topology", "set required or preferred, not both")
+    required_label = reader.string("spec.topology.requiredNodeLabel") or None
+    preferred_label = reader.string("spec.topology.preferredNodeLabel") or None
+    if len([x for x in (required, preferred, required_label, preferred_label) if x]) > 1:
+        message = "set one of required, preferred, requiredNodeLabel, preferredNodeLabel"
+        raise reader.error("spec.topology", message)
     sub_group = None
     if reader.get("spec.topology.subGroup") is not None:
         level = reader.string("spec.topology.subGroup.required")
@@ -84,4 +90,6 @@ def _topology(reader: Reader) -> GroupTopology | None:
         required=required,
         preferred=preferred,
         sub_group=sub_group,
+        required_label=required_label,
+        preferred_label=preferred_label,
     )

@@ -6,7 +6,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from phalanx.core.errors import InvalidObject
+from phalanx.core.ids import API_GROUP, GroupKey
+from phalanx.core.model import GroupInfo
 from phalanx.core.parse.group import parse_pod_group
+from phalanx.core.parse.label_levels import resolve_label_levels
+from phalanx.core.parse.membership import join_implied_groups
 from phalanx.core.parse.node import parse_node
 from phalanx.core.parse.pod import parse_pod
 from phalanx.core.parse.queue import parse_queue
@@ -35,7 +39,8 @@ def snapshot_from_objects(
 
     With `strict` the first invalid object raises InvalidObject; otherwise invalid
     objects are skipped and listed in `Snapshot.invalid`, so one bad object never
-    stops a cycle. `parsers` lets a caller memoize the per-kind parsers.
+    stops a cycle. `parsers` lets a caller memoize the per-kind parsers. Afterwards
+    levels named by node labels are resolved and workload pods join their groups.
     """
     parsed: dict[str, list[Any]] = {kind: [] for kind in PARSERS}
     invalid: list[InvalidObject] = []
@@ -54,15 +59,24 @@ def snapshot_from_objects(
             if strict:
                 raise
             invalid.append(error)
+    groups, topologies = resolve_label_levels(
+        _ours_first(parsed["PodGroup"]), parsed["NetworkTopology"]
+    )
+    known = {g.key for g in groups} | {GroupKey(e.name) for e in invalid if e.kind == "PodGroup"}
     return Snapshot(
         nodes=tuple(parsed["Node"]),
-        pods=tuple(parsed["Pod"]),
-        groups=tuple(parsed["PodGroup"]),
+        pods=tuple(join_implied_groups(parsed["Pod"], known)),
+        groups=groups,
         queues=tuple(parsed["Queue"]),
-        topologies=tuple(parsed["NetworkTopology"]),
+        topologies=topologies,
         priority_classes=tuple(parsed["PriorityClass"]),
         invalid=tuple(sorted(invalid, key=str)),
     )
+
+
+def _ours_first(groups: list[GroupInfo]) -> list[GroupInfo]:
+    """Phalanx's PodGroup before Kubernetes' one of the same name (the first one wins)."""
+    return sorted(groups, key=lambda g: g.api_group != API_GROUP)
 
 
 def flatten(objects: Iterable[Any]) -> Iterator[Mapping[str, Any]]:

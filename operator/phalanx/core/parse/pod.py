@@ -24,6 +24,7 @@ from phalanx.core.model import (
     Toleration,
 )
 from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.membership import implied_groups
 from phalanx.core.resources import add, maximum, nonzero
 
 _OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -38,6 +39,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     annotations = reader.labels("metadata.annotations")
     group = labels.get(GROUP_LABEL) or annotations.get(VOLCANO_GROUP_ANNOTATION)
     group = group or labels.get(PLUGINS_GROUP_LABEL)
+    group = group or reader.string("spec.schedulingGroup.podGroupName")  # Kubernetes 1.36
     return PodInfo(
         namespace=reader.namespace,
         name=reader.name,
@@ -58,6 +60,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         scheduling_gates=_gates(reader),
         terminating=reader.get("metadata.deletionTimestamp") is not None,
         started_at=reader.moment("status.startTime"),
+        implied_groups=() if group else implied_groups(labels),
     )
 
 

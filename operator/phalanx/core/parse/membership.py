@@ -1,0 +1,81 @@
+"""Which gang a workload's pod belongs to, read from the labels its controller puts on it.
+
+The operator creates one PodGroup per gang of a queue-labelled workload (see
+`phalanx.workloads`), named by `workload_group_name`. Pods never carry our label: the
+Job, JobSet, LeaderWorkerSet and Kubeflow controllers create them from their templates
+with their own labels. So a pod lists the groups its labels could point to
+(`implied_groups`), most specific first, and joins the first that exists
+(`join_implied_groups`): a pod of a JobSet's child Job joins the JobSet's gang when the
+JobSet is queue-labelled, the Job's gang when only the Job is, and no gang when neither is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+
+from phalanx.core.ids import GroupKey, key_of
+from phalanx.core.model import PodInfo
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+LEGACY_JOB_NAME_LABEL = "job-name"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
+KUBEFLOW_OPERATOR_LABEL = "training.kubeflow.org/operator-name"
+PYTORCH_OPERATOR = "pytorchjob-controller"
+TRAINER_NODE_JOB = "node"  # the replicated job of a TrainJob's JobSet that runs the trainers
+
+JOB = "job"
+JOBSET = "jobset"
+LWS = "lws"
+PYTORCHJOB = "pytorchjob"
+TRAINJOB = "trainjob"
+
+
+def workload_group_name(kind: str, name: str, part: str | None = None) -> str:
+    """`job-train`, `jobset-train`, `jobset-train-workers` (one gang per replicated job),
+    `lws-serve-0` (group 0): the kind keeps a Job and a JobSet of one name apart."""
+    return f"{kind}-{name}" if part is None else f"{kind}-{name}-{part}"
+
+
+def implied_groups(labels: Mapping[str, str]) -> tuple[str, ...]:
+    """The group names a pod's controller labels point to, most specific first."""
+    found: list[str] = []
+    jobset = labels.get(JOBSET_NAME_LABEL)
+    replicated = labels.get(REPLICATED_JOB_LABEL)
+    if jobset and replicated == TRAINER_NODE_JOB:
+        found.append(workload_group_name(TRAINJOB, jobset))  # a TrainJob's JobSet has its name
+    lws, index = labels.get(LWS_NAME_LABEL), labels.get(LWS_GROUP_INDEX_LABEL)
+    if lws and index:
+        found.append(workload_group_name(LWS, lws, index))
+    if jobset and replicated:
+        found.append(workload_group_name(JOBSET, jobset, replicated))
+    if jobset:
+        found.append(workload_group_name(JOBSET, jobset))
+    kubeflow = labels.get(KUBEFLOW_JOB_LABEL)
+    if kubeflow and labels.get(KUBEFLOW_OPERATOR_LABEL, PYTORCH_OPERATOR) == PYTORCH_OPERATOR:
+        found.append(workload_group_name(PYTORCHJOB, kubeflow))
+    job = labels.get(JOB_NAME_LABEL) or labels.get(LEGACY_JOB_NAME_LABEL)
+    if job:
+        found.append(workload_group_name(JOB, job))
+    return tuple(found)
+
+
+def join_implied_groups(pods: Sequence[PodInfo], groups: Collection[GroupKey]) -> list[PodInfo]:
+    """Pods with no group of their own join the first implied group that exists."""
+    joined: list[PodInfo] = []
+    for pod in pods:
+        if pod.group is None and pod.implied_groups:
+            pod = _join(pod, groups)
+        joined.append(pod)
+    return joined
+
+
+def _join(pod: PodInfo, groups: Collection[GroupKey]) -> PodInfo:
+    for name in pod.implied_groups:
+        if GroupKey(key_of(pod.namespace, name)) in groups:
+            return replace(pod, group=name)
+    return pod
