@@ -31,12 +31,20 @@ class PodGroupTopology(SpecModel):
     network_topology: str = Field(default="default", min_length=1, max_length=253)
     required: LevelName | None = None
     preferred: LevelName | None = None
+    required_node_label: str | None = Field(default=None, min_length=1, max_length=317)
+    preferred_node_label: str | None = Field(default=None, min_length=1, max_length=317)
     sub_group: SubGroup | None = None
 
     @model_validator(mode="after")
     def _one_constraint(self) -> PodGroupTopology:
         if self.required is not None and self.preferred is not None:
             raise ValueError("set topology.required or topology.preferred, not both")
+        named = (self.required, self.preferred, self.required_node_label)
+        if sum(level is not None for level in (*named, self.preferred_node_label)) > 1:
+            raise ValueError(
+                "set at most one of topology.required, preferred, requiredNodeLabel, "
+                "preferredNodeLabel"
+            )
         return self
 
 

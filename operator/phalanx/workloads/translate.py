@@ -1,0 +1,160 @@
+"""A queue-labelled workload -> the Phalanx PodGroups the operator creates for it.
+
+Pure: the workload object in, PodGroup objects out (or InvalidObject naming the field
+to fix). Each PodGroup is owned by the workload (ownerReference, so the garbage
+collector deletes it with the workload) and named by `workload_group_name`, which is
+how the workload's pods find it (`phalanx.core.parse.membership`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from phalanx.core.ids import API_GROUP, QUEUE_KEY
+from phalanx.core.parse.annotations import (
+    GroupAnnotations,
+    annotation_field,
+    read_group_annotations,
+)
+from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.membership import workload_group_name
+from phalanx.workloads.gangs import (
+    Gang,
+    job_gangs,
+    jobset_gangs,
+    lws_gangs,
+    min_member_override,
+    pytorchjob_gangs,
+    trainjob_gangs,
+)
+from phalanx.workloads.kinds import WORKLOAD_KINDS, WorkloadKind, kind_of
+
+KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGER = "phalanx"
+POD_GROUP_API_VERSION = f"{API_GROUP}/v1alpha1"
+
+_GANGS: dict[str, Callable[[Reader], list[Gang]]] = {
+    "Job": job_gangs,
+    "JobSet": jobset_gangs,
+    "LeaderWorkerSet": lws_gangs,
+    "PyTorchJob": pytorchjob_gangs,
+    "TrainJob": trainjob_gangs,
+}
+_WORKLOAD_KIND_NAMES = frozenset(kind.kind for kind in WORKLOAD_KINDS)
+
+
+def pod_groups_for(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The PodGroups a workload should have: none unless it carries the label
+    `scheduling.phalanx.io/queue`, or when another workload controls it (a JobSet's
+    Jobs, a TrainJob's JobSet: the parent's gang already holds their pods)."""
+    kind = kind_of(str(obj.get("kind")))
+    if kind is None:
+        return []
+    reader = Reader(kind.kind, obj, namespaced=True)
+    queue = reader.labels("metadata.labels").get(QUEUE_KEY)
+    if not queue or _controlled_by_workload(reader):
+        return []
+    settings = read_group_annotations(reader)
+    override = min_member_override(reader)
+    return [
+        _pod_group(reader, kind, gang, queue, settings, override)
+        for gang in _GANGS[kind.kind](reader)
+    ]
+
+
+def _controlled_by_workload(reader: Reader) -> bool:
+    return any(
+        isinstance(ref, Mapping)
+        and ref.get("controller") is True
+        and ref.get("kind") in _WORKLOAD_KIND_NAMES
+        for ref in reader.items("metadata.ownerReferences")
+    )
+
+
+def _pod_group(
+    reader: Reader,
+    kind: WorkloadKind,
+    gang: Gang,
+    queue: str,
+    settings: GroupAnnotations,
+    override: int | None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": override or gang.min_member, "queue": queue}
+    priority = settings.priority_class_name or _template_priority(gang)
+    if priority:
+        spec["priorityClassName"] = priority
+    topology = _topology(reader, settings, gang)
+    if topology:
+        spec["topology"] = topology
+    return {
+        "apiVersion": POD_GROUP_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": workload_group_name(kind.prefix, reader.name, gang.part),
+            "namespace": reader.namespace,
+            "labels": {MANAGED_BY_LABEL: MANAGER},
+            "ownerReferences": [_owner(reader, kind)],
+        },
+        "spec": spec,
+    }
+
+
+def _owner(reader: Reader, kind: WorkloadKind) -> dict[str, Any]:
+    uid = reader.string("metadata.uid")
+    if not uid:
+        raise reader.error("metadata.uid", "missing (only objects read from the API server)")
+    api_version = reader.string("apiVersion") or kind.api_version
+    return {
+        "apiVersion": api_version,
+        "kind": kind.kind,
+        "name": reader.name,
+        "uid": uid,
+        "controller": True,
+    }
+
+
+def _template_priority(gang: Gang) -> str | None:
+    for template in gang.templates:
+        spec = template.get("spec")
+        name = spec.get("priorityClassName") if isinstance(spec, Mapping) else None
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _topology(reader: Reader, settings: GroupAnnotations, gang: Gang) -> dict[str, Any]:
+    levels = {
+        "required": settings.required,
+        "preferred": settings.preferred,
+        "requiredNodeLabel": _kueue(reader, gang, KUEUE_REQUIRED),
+        "preferredNodeLabel": _kueue(reader, gang, KUEUE_PREFERRED),
+    }
+    chosen = {field: value for field, value in levels.items() if value}
+    if len(chosen) > 1:
+        message = f"these ask for different levels at once: {sorted(chosen)}; keep one"
+        raise reader.error("metadata.annotations", message)
+    topology: dict[str, Any] = dict(chosen)
+    if settings.network_topology:
+        topology["networkTopology"] = settings.network_topology
+    if settings.sub_group is not None:
+        sub = settings.sub_group
+        topology["subGroup"] = {"size": sub.size, "required": sub.required}
+    return topology
+
+
+def _kueue(reader: Reader, gang: Gang, key: str) -> str | None:
+    """Kueue's annotation, on the workload or on its pod templates (where Kueue reads it);
+    one gang's templates must agree."""
+    values = {reader.labels("metadata.annotations").get(key)}
+    for template in gang.templates:
+        metadata = template.get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+        if isinstance(annotations, Mapping):
+            values.add(annotations.get(key))
+    found = sorted(str(v) for v in values if v)
+    if len(found) > 1:
+        raise reader.error(annotation_field(key), f"the pod templates disagree: {found}")
+    return found[0] if found else None

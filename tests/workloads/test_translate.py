@@ -1,0 +1,216 @@
+"""Queue-labelled workloads become PodGroups the operator owns, and their pods (labelled as
+the real controllers label them) join those PodGroups."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from phalanx.api import PodGroup
+from phalanx.core import InvalidObject, snapshot_from_objects
+from phalanx.workloads import pod_groups_for
+
+QUEUE = {"scheduling.phalanx.io/queue": "team-a"}
+
+
+def workload(
+    kind: str, api_version: str, spec: dict[str, Any], annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": "train",
+            "namespace": "ml",
+            "uid": "uid-1",
+            "labels": dict(QUEUE),
+            "annotations": annotations or {},
+        },
+        "spec": spec,
+    }
+
+
+def pod_template(annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"annotations": annotations or {}},
+        "spec": {"schedulerName": "phalanx", "containers": [{"name": "c", "image": "x"}]},
+    }
+
+
+def job(parallelism: int = 4, **extra: Any) -> dict[str, Any]:
+    spec = {"parallelism": parallelism, "template": pod_template(), **extra}
+    return workload("Job", "batch/v1", spec)
+
+
+def jobset(annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    def replicated(name: str, replicas: int, parallelism: int) -> dict[str, Any]:
+        job_spec = {"parallelism": parallelism, "completions": parallelism}
+        return {
+            "name": name,
+            "replicas": replicas,
+            "template": {"spec": {**job_spec, "template": pod_template()}},
+        }
+
+    spec = {"replicatedJobs": [replicated("leader", 1, 1), replicated("workers", 2, 4)]}
+    return workload("JobSet", "jobset.x-k8s.io/v1alpha2", spec, annotations)
+
+
+def groups(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = pod_groups_for(obj)
+    for group in found:
+        PodGroup.model_validate(group)  # what the API server would accept
+    return {g["metadata"]["name"]: g["spec"] for g in found}
+
+
+def test_a_job_is_one_gang_of_its_parallelism_owned_by_the_job() -> None:
+    [group] = pod_groups_for(job(parallelism=4))
+    assert group["metadata"]["name"] == "job-train"
+    assert group["spec"] == {"minMember": 4, "queue": "team-a"}
+    [owner] = group["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("Job", "train", "uid-1")
+    assert owner["apiVersion"] == "batch/v1" and owner["controller"] is True
+
+
+def test_a_job_never_runs_more_pods_than_completions() -> None:
+    assert groups(job(parallelism=4, completions=2))["job-train"]["minMember"] == 2
+
+
+def test_a_workload_without_the_queue_label_gets_no_gang() -> None:
+    obj = job()
+    obj["metadata"]["labels"] = {}
+    assert pod_groups_for(obj) == []
+
+
+def test_a_jobsets_own_jobs_get_no_gang_of_their_own() -> None:
+    obj = job()
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "x", "uid": "u",
+         "controller": True}
+    ]  # fmt: skip
+    assert pod_groups_for(obj) == []
+
+
+def test_a_jobset_is_one_gang_of_all_its_jobs_pods() -> None:
+    assert groups(jobset()) == {"jobset-train": {"minMember": 9, "queue": "team-a"}}
+
+
+def test_a_jobset_can_ask_for_one_gang_per_replicated_job() -> None:
+    found = groups(jobset({"scheduling.phalanx.io/gang-scope": "replicated-job"}))
+    assert {name: spec["minMember"] for name, spec in found.items()} == {
+        "jobset-train-leader": 1,
+        "jobset-train-workers": 8,
+    }
+
+
+def test_a_leaderworkerset_is_one_gang_per_group() -> None:
+    spec = {
+        "replicas": 2,
+        "leaderWorkerTemplate": {
+            "size": 4,
+            "leaderTemplate": pod_template(),
+            "workerTemplate": pod_template(),
+        },
+    }
+    found = groups(workload("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", spec))
+    assert {name: s["minMember"] for name, s in found.items()} == {
+        "lws-train-0": 4,
+        "lws-train-1": 4,
+    }
+
+
+def test_a_pytorchjob_is_its_master_and_workers() -> None:
+    spec: dict[str, Any] = {
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": pod_template()},
+            "Worker": {"replicas": 3, "template": pod_template()},
+        }
+    }
+    obj = workload("PyTorchJob", "kubeflow.org/v1", spec)
+    assert groups(obj)["pytorchjob-train"]["minMember"] == 4
+    obj["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 2}}
+    assert groups(obj)["pytorchjob-train"]["minMember"] == 2
+
+
+def test_a_trainjob_is_its_trainer_nodes() -> None:
+    obj = workload("TrainJob", "trainer.kubeflow.org/v1alpha1", {"trainer": {"numNodes": 4}})
+    assert groups(obj)["trainjob-train"]["minMember"] == 4
+    del obj["spec"]["trainer"]
+    with pytest.raises(InvalidObject, match=r"spec\.trainer\.numNodes"):
+        pod_groups_for(obj)
+    obj["metadata"]["annotations"]["scheduling.phalanx.io/min-member"] = "3"
+    assert groups(obj)["trainjob-train"]["minMember"] == 3
+
+
+def test_topology_annotations_become_the_gangs_topology() -> None:
+    obj = job()
+    obj["metadata"]["annotations"] = {
+        "scheduling.phalanx.io/topology-required": "block",
+        "scheduling.phalanx.io/topology-subgroup-size": "2",
+        "scheduling.phalanx.io/topology-subgroup-level": "rack",
+        "scheduling.phalanx.io/network-topology": "fabric",
+    }
+    assert groups(obj)["job-train"]["topology"] == {
+        "required": "block",
+        "networkTopology": "fabric",
+        "subGroup": {"size": 2, "required": "rack"},
+    }
+
+
+def test_kueues_topology_annotations_on_the_pod_template_are_honoured() -> None:
+    obj = job()
+    leaf = "network.topology.nvidia.com/leaf"
+    obj["spec"]["template"]["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/podset-required-topology": leaf
+    }
+    assert groups(obj)["job-train"]["topology"] == {"requiredNodeLabel": leaf}
+    obj["spec"]["template"]["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/podset-preferred-topology": leaf
+    }
+    assert groups(obj)["job-train"]["topology"] == {"preferredNodeLabel": leaf}
+
+
+def test_two_levels_asked_at_once_are_an_error_naming_them() -> None:
+    obj = job()
+    obj["metadata"]["annotations"] = {
+        "scheduling.phalanx.io/topology-required": "rack",
+        "kueue.x-k8s.io/podset-preferred-topology": "network.topology.nvidia.com/leaf",
+    }
+    with pytest.raises(InvalidObject, match="preferredNodeLabel"):
+        pod_groups_for(obj)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value"),
+    [
+        ("scheduling.phalanx.io/gang-scope", "job"),
+        ("scheduling.phalanx.io/min-member", "zero"),
+        ("scheduling.phalanx.io/topology-subgroup-size", "2"),
+    ],
+)
+def test_bad_annotations_name_themselves(annotation: str, value: str) -> None:
+    obj = jobset({annotation: value})
+    with pytest.raises(InvalidObject, match=r"scheduling\.phalanx\.io/"):
+        pod_groups_for(obj)
+
+
+def test_the_pods_the_jobset_controller_creates_join_the_gang() -> None:
+    """Labels as JobSet v0.8 puts them on a child Job's pods."""
+    [group] = pod_groups_for(jobset())
+    group = copy.deepcopy(group)
+    labels = {
+        "batch.kubernetes.io/job-name": "train-workers-0",
+        "job-name": "train-workers-0",
+        "jobset.sigs.k8s.io/jobset-name": "train",
+        "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+        "jobset.sigs.k8s.io/job-index": "0",
+    }
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "train-workers-0-0-abcde", "namespace": "ml", "labels": labels},
+        "spec": {"schedulerName": "phalanx", "containers": [{"name": "c"}]},
+    }
+    snapshot = snapshot_from_objects([group, pod], strict=True)
+    assert snapshot.pods[0].group == "jobset-train"
+    assert snapshot.index.groups["ml/jobset-train"].min_member == 9  # type: ignore[index]
