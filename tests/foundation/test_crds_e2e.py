@@ -132,6 +132,11 @@ MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
         pod_group({"minMember": 2, "topology": {"required": "rack", "preferred": "block"}}),
         "spec.topology.preferred",
     ),
+    "a level and a node label at once": (
+        pod_group({"minMember": 2, "topology": {"required": "rack",
+                                                "preferredNodeLabel": "kubernetes.io/hostname"}}),
+        "set at most one of topology.required",
+    ),
     "invalid quantity": (
         pod_group({"minMember": 2, "minResources": {"nvidia.com/gpu": "eight"}}),
         "spec.minResources",
