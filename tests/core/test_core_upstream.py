@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from phalanx.core import InvalidObject, run_cycle, snapshot_from_objects
 from phalanx.core.ids import UPSTREAM_API_GROUP
@@ -183,3 +185,17 @@ def test_a_phalanx_podgroup_of_the_same_name_wins() -> None:
     }
     snapshot = snapshot_from_objects([upstream_group(), ours], strict=True)
     assert snapshot.index.groups["ml/pg"].api_group == "scheduling.phalanx.io"  # type: ignore[index]
+
+
+def test_the_example_upstream_podgroup_is_a_gang_of_two_within_a_rack() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    objects = [
+        *yaml.safe_load_all((examples / "workloads" / "podgroup-upstream.yaml").read_text()),
+        *yaml.safe_load_all((examples / "topology.yaml").read_text()),
+    ]
+    snapshot = snapshot_from_objects(objects, strict=True)
+    (group,) = snapshot.groups
+    assert group.min_member == 2 and group.queue == "team-a"
+    assert group.topology is not None
+    assert (group.topology.network_topology, group.topology.required) == ("default", "rack")
+    assert {pod.group for pod in snapshot.pods} == {"pair"}

@@ -4,9 +4,11 @@ the real controllers label them) join those PodGroups."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from phalanx.api import PodGroup
 from phalanx.core import InvalidObject, snapshot_from_objects
@@ -214,3 +216,27 @@ def test_the_pods_the_jobset_controller_creates_join_the_gang() -> None:
     snapshot = snapshot_from_objects([group, pod], strict=True)
     assert snapshot.pods[0].group == "jobset-train"
     assert snapshot.index.groups["ml/jobset-train"].min_member == 9  # type: ignore[index]
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
+
+
+@pytest.mark.parametrize(
+    ("example", "expected"),
+    [
+        ("job.yaml", {"job-train": 4}),
+        ("jobset.yaml", {"jobset-train": 5}),
+        ("leaderworkerset.yaml", {"lws-serve-0": 4, "lws-serve-1": 4}),
+        ("pytorchjob.yaml", {"pytorchjob-ddp": 4}),
+        ("job-workload-api.yaml", {}),  # no queue label: Kubernetes' own PodGroup instead
+    ],
+)
+def test_the_example_workloads_make_the_gangs_their_comments_promise(
+    example: str, expected: dict[str, int]
+) -> None:
+    objects = list(yaml.safe_load_all((EXAMPLES / example).read_text()))
+    found: dict[str, int] = {}
+    for obj in objects:
+        obj["metadata"]["namespace"], obj["metadata"]["uid"] = "demo", "uid-1"
+        found.update({name: spec["minMember"] for name, spec in groups(obj).items()})
+    assert found == expected
