@@ -7,13 +7,14 @@ export KUBECONFIG := $(LOCAL)/kubeconfig
 CLUSTER ?= examples/clusters/small.yaml
 
 .PHONY: help install tools cluster-up cluster-down run demo test test-unit test-e2e lint \
-        bench bench-core bench-sim bench-e2e bench-smoke clean
+        bench bench-core bench-sim bench-e2e bench-smoke chaos clean
 
 help:
 	@echo "make run     build what is missing, start the local cluster, the operator and a demo"
 	@echo "make test    lint, unit tests and end-to-end tests on a real kube-apiserver + kwok"
 	@echo "make tools   build etcd, kube-apiserver, kube-scheduler, kubectl, kwok (cached)"
 	@echo "make bench   simulator and end-to-end benchmarks (minutes)"
+	@echo "make chaos   replay gangs while SIGKILLing the operator; figures in bench/README.md"
 
 install:
 	@$(PYTHON) -c "import phalanx, kopf, kubernetes_asyncio, hypothesis, mypy" 2>/dev/null \
@@ -58,6 +59,9 @@ bench-e2e: install tools
 	$(PYTHON) -m bench.e2e
 
 bench: bench-core bench-sim bench-e2e
+
+chaos: install tools
+	$(PYTHON) -m bench.chaos
 
 bench-smoke: install tools
 	$(PYTHON) -m bench.sim --smoke

@@ -178,7 +178,7 @@ def _watch_bound(endpoint: Endpoint, namespace: str, version: str, seen: set[str
         if not watching:
             out.put(("ready",))
             watching.append(True)
-        for event in _lines(response):
+        for event in watch_events(response):
             if event.get("type") in ("ADDED", "MODIFIED"):
                 _record(event["object"], time.time(), seen, out, "watch")
             elif event.get("type") == "ERROR":
@@ -187,7 +187,8 @@ def _watch_bound(endpoint: Endpoint, namespace: str, version: str, seen: set[str
         connection.close()
 
 
-def _lines(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
+def watch_events(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
+    """The JSON events of a watch response, one per line, until the server closes it."""
     while True:
         line = response.readline()
         if not line:

@@ -296,10 +296,12 @@ def _by_round(comparison: Mapping[str, Any], key: str) -> str:
     return " (" + ", ".join(_fmt(r) for r in comparison["ratio_by_round"][key]) + ")"
 
 
-def replace_section(readme: str, section: str) -> str:
-    """README text with the generated block replaced (or appended if absent)."""
-    if README_BEGIN in readme and README_END in readme:
-        head = readme.split(README_BEGIN, 1)[0]
-        tail = readme.split(README_END, 1)[1]
+def replace_section(readme: str, section: str, begin: str = README_BEGIN,
+                    end: str = README_END) -> str:
+    """README text with the generated block between `begin` and `end` replaced (or appended
+    if absent)."""
+    if begin in readme and end in readme:
+        head = readme.split(begin, 1)[0]
+        tail = readme.split(end, 1)[1]
         return head + section + tail
     return readme.rstrip("\n") + "\n\n" + section + "\n"

@@ -24,10 +24,13 @@ class FakeLeases:
     lease: dict[str, Any] | None = None
     version: int = 0
     down: bool = False
+    hang: bool = False  # requests never answer (a stuck connection)
     writes: list[str] = field(default_factory=list)
 
     async def request(self, method: str, path: str, body: Any = None) -> Reply:
         await asyncio.sleep(0)  # a real request suspends: lets candidates interleave
+        if self.hang:
+            await asyncio.Event().wait()
         if self.down:
             return Reply(503, {})
         if method == "GET":

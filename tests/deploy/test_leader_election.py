@@ -120,6 +120,20 @@ async def test_leader_steps_down_when_renewals_fail_past_the_deadline() -> None:
     assert log.events == ["a started", "a stopped"]
 
 
+async def test_a_hung_renewal_is_abandoned_by_the_renew_deadline() -> None:
+    # A request that never answers must not keep a leader past its deadline: by then
+    # another replica may already have taken the expired lease.
+    api, clock, log = FakeLeases(), Clock(), Log()
+    a = elector(api, "a", clock, log)
+    await a.step()
+    api.hang = True
+    clock.now += SETTINGS.renew_deadline_seconds  # the attempt gets no time left
+    async with asyncio.timeout(5):  # a guard against a hang, not a measurement
+        await a.step()
+    assert not a.is_leader
+    assert log.events == ["a started", "a stopped"]
+
+
 async def test_leader_steps_down_at_once_when_another_holds_the_lease() -> None:
     api, clock, log = FakeLeases(), Clock(), Log()
     a = elector(api, "a", clock, log)

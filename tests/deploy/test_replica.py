@@ -21,15 +21,23 @@ PATIENCE = 30.0
 
 
 class Work:
-    """A stand-in for the operator: records that it ran, returns when told to stop."""
+    """A stand-in for the operator: runs from the start (warm standby), records when it was
+    told it leads, returns when told to stop."""
 
     def __init__(self) -> None:
-        self.started = asyncio.Event()
+        self.running = asyncio.Event()
+        self.started = asyncio.Event()  # leading
         self.stopped = False
 
-    async def __call__(self, stop_leading: asyncio.Event) -> None:
-        self.started.set()
-        await stop_leading.wait()
+    async def __call__(self, stop: asyncio.Event, leading: asyncio.Event) -> None:
+        self.running.set()
+        waits = [asyncio.create_task(e.wait()) for e in (stop, leading)]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if leading.is_set():
+            self.started.set()
+        await stop.wait()
+        for waiting in waits:
+            waiting.cancel()
         self.stopped = True
 
 
@@ -59,7 +67,7 @@ async def test_elected_replica_leads_and_releases_on_stop() -> None:
     assert work.stopped and api.holder == "" and leader_gauge(metrics) == 0
 
 
-async def test_follower_stands_by_ready_without_running_the_work() -> None:
+async def test_follower_stands_by_warm_ready_but_never_told_to_lead() -> None:
     api = FakeLeases()
     leader = LeaderElector(api, QUICK, "a")
     await leader.step()
@@ -71,9 +79,11 @@ async def test_follower_stands_by_ready_without_running_the_work() -> None:
         await asyncio.sleep(QUICK.retry_period_seconds)
         renewals += 1
     assert health.ready and health.reason == "standing by"
-    assert not work.started.is_set()
+    assert work.running.is_set()  # its caches are kept warm
+    assert not work.started.is_set()  # but it never leads
     stop.set()
     assert await task == STOPPED
+    assert work.stopped
     assert api.holder == "a"  # a follower releases nothing
 
 

@@ -203,7 +203,13 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    async def lead(stop_leading: asyncio.Event) -> None:
+    async def work(stop_work: asyncio.Event, leading: asyncio.Event) -> None:
+        waits = [asyncio.create_task(e.wait()) for e in (leading, stop_work)]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for waiting in waits:
+            waiting.cancel()
+        if not leading.is_set():
+            return
         health.set_ready(False, "leader: syncing caches")
         operator = Operator(configuration, config, settings.scheduler_config(), metrics, health,
                             settings.timeouts.api_request_seconds)
@@ -211,7 +217,7 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
         synced = asyncio.create_task(
             report_synced(operator.loop.ready, health, settings.timeouts.cache_sync_seconds))
         try:
-            await operator.run(stop=stop_leading)
+            await operator.run(stop=stop_work)
         finally:
             synced.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -222,11 +228,12 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
     elector = None
     if lease_api is not None:
         identity = election.identity or default_identity()
-        elector = LeaderElector(lease_api, election, identity)
+        elector = LeaderElector(lease_api, election, identity,
+                                observe_attempt=metrics.observe_lease_attempt)
         log().info("leader election", lease=f"{election.lease_namespace}/{election.lease_name}",
                    identity=identity)
     try:
-        code = await run_replica(elector, lead, stop, health, metrics)
+        code = await run_replica(elector, work, stop, health, metrics)
     finally:
         if lease_api is not None:
             await lease_api.close()

@@ -53,6 +53,7 @@ class LeaderElector:
         on_stopped_leading: Callback = _nothing,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        observe_attempt: Callable[[float], None] = lambda _seconds: None,
     ) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity (the pod name)")
@@ -63,6 +64,7 @@ class LeaderElector:
         self._on_stopped = on_stopped_leading
         self._clock = clock
         self._wall = wall_clock
+        self._observe_attempt = observe_attempt  # seconds each acquire/renew took (metrics)
         self._leader = False
         self._seen: tuple[str, str, str] | None = None
         self._observed_at = 0.0
@@ -101,12 +103,15 @@ class LeaderElector:
 
     async def step(self) -> None:
         """One attempt to acquire or renew, and the leadership change it implies."""
+        began = self._clock()
         try:
-            renewed = await self._try_acquire_or_renew()
-        except Exception as error:  # a dropped connection must not end the campaign
+            async with asyncio.timeout(self._attempt_limit(began)):
+                renewed = await self._try_acquire_or_renew()
+        except Exception as error:  # a dropped or hung connection must not end the campaign
             log.warning("lease request failed", error=repr(error))
             renewed = False
         now = self._clock()
+        self._observe_attempt(now - began)
         if renewed:
             self._last_renewal = now
             if not self._leader:
@@ -119,6 +124,15 @@ class LeaderElector:
             or now - self._last_renewal >= self.settings.renew_deadline_seconds
         ):
             await self._step_down(f"lost the lease to {self.holder or 'nobody'}")
+
+    def _attempt_limit(self, now: float) -> float:
+        """How long one attempt may take: a leader's must end before its renew deadline
+        (a request hanging past it would keep a leader that others think is gone); a
+        candidate's gets the whole renew deadline."""
+        deadline = self.settings.renew_deadline_seconds
+        if self._leader:
+            return max(0.001, self._last_renewal + deadline - now)
+        return deadline
 
     async def release(self) -> None:
         """Hand the lease over at once instead of letting it expire."""

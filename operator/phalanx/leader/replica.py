@@ -1,4 +1,8 @@
-"""One operator replica: stand by until elected, lead until stopped or deposed.
+"""One operator replica: warm standby until elected, lead until stopped or deposed.
+
+The replica's work starts at once, elected or not, and is told when it leads: a standby
+keeps its watches and caches current but decides nothing, so the cycle right after it
+wins the lease runs on warm caches instead of first listing the whole cluster.
 
 A replica that loses the lease returns exit status 1 instead of campaigning again: the
 process restarts as a clean follower, so no write planned under the old leadership can
@@ -19,7 +23,8 @@ from phalanx.observe.server import Health
 
 log = structlog.get_logger("phalanx.leader")
 
-Lead = Callable[[asyncio.Event], Awaitable[None]]
+# work(stop, leading): runs until `stop` is set; decides nothing before `leading` is set.
+Work = Callable[[asyncio.Event, asyncio.Event], Awaitable[None]]
 
 STOPPED = 0
 DEPOSED = 1
@@ -27,47 +32,56 @@ DEPOSED = 1
 
 async def run_replica(
     elector: LeaderElector | None,
-    lead: Lead,
+    work: Work,
     stop: asyncio.Event,
     health: Health | None = None,
     metrics: Metrics | None = None,
 ) -> int:
-    """Run `lead(stop_leading)` while this replica holds the lease; see the module doc.
+    """Run `work(stop_work, leading)` from the start; see the module doc.
 
-    `lead` must return soon after `stop_leading` is set (e.g. Kopf's `stop_flag`). Without
-    an elector (leader election disabled) the replica leads at once.
+    `work` must return soon after `stop_work` is set (e.g. Kopf's `stop_flag`); it is set
+    on `stop` and when this replica is deposed. Without an elector (leader election
+    disabled) the replica leads at once.
     """
     health = health or Health()
     metrics = metrics or Metrics()
+    leading = asyncio.Event()
     if elector is None:
         metrics.set_leader(True)
-        await lead(stop)
+        leading.set()
+        await work(stop, leading)
         return STOPPED
+    stop_work = asyncio.Event()
     campaign_stop = asyncio.Event()
     campaign = asyncio.create_task(elector.run(campaign_stop), name="phalanx leader election")
+    running = asyncio.create_task(_run(work, stop_work, leading), name="phalanx replica work")
     try:
         health.set_ready(True, "standing by")
-        await _first(elector.leading.wait(), stop.wait(), campaign)
+        await _first(elector.leading.wait(), stop.wait(), campaign, running)
         if campaign.done():
             campaign.result()  # the campaign never ends on its own: raise what broke it
-        if stop.is_set():
-            return STOPPED
-        metrics.set_leader(True)
-        stop_leading = asyncio.Event()
-        relay = asyncio.create_task(_relay(stop, elector.deposed, stop_leading))
-        try:
-            await lead(stop_leading)
-        finally:
-            relay.cancel()
+        if not stop.is_set() and not running.done():
+            metrics.set_leader(True)
+            leading.set()
+            await _first(stop.wait(), elector.deposed.wait(), running)
+        if elector.deposed.is_set() and not stop.is_set():
+            log.error("lost the leader lease; stopping to restart as a follower")
+        stop_work.set()
+        await running
         return DEPOSED if elector.deposed.is_set() and not stop.is_set() else STOPPED
     except asyncio.CancelledError:
         campaign.cancel()  # a crash, as the other replicas see it: the lease just expires
+        running.cancel()
         raise
     finally:
         metrics.set_leader(False)
         if not campaign.done():
             campaign_stop.set()  # graceful: release the lease for a fast handover
             await campaign
+
+
+async def _run(work: Work, stop_work: asyncio.Event, leading: asyncio.Event) -> None:
+    await work(stop_work, leading)
 
 
 async def _first(*waits: Awaitable[object]) -> None:
@@ -81,10 +95,3 @@ async def _first(*waits: Awaitable[object]) -> None:
             future.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*created, return_exceptions=True)
-
-
-async def _relay(stop: asyncio.Event, deposed: asyncio.Event, stop_leading: asyncio.Event) -> None:
-    await _first(stop.wait(), deposed.wait())
-    if deposed.is_set() and not stop.is_set():
-        log.error("lost the leader lease; stopping to restart as a follower")
-    stop_leading.set()

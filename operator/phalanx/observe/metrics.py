@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 TIME_TO_RUNNING_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0)
+LEASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 # Upper bounds of the gang size classes used as the `size` label (few values: low cardinality).
 GANG_SIZE_BOUNDS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -79,6 +80,16 @@ class Metrics:
         self._leader = Gauge(
             "phalanx_leader", "1 while this replica holds the leader Lease, else 0.", registry=r
         )
+        self._lease_attempt = Histogram(
+            "phalanx_leader_lease_attempt_seconds",
+            "Wall time of one attempt to acquire or renew the leader Lease (read + write); "
+            "the renew deadline must stay well above its tail.",
+            buckets=LEASE_BUCKETS,
+            registry=r,
+        )
+
+    def observe_lease_attempt(self, seconds: float) -> None:
+        self._lease_attempt.observe(seconds)
 
     def observe_cycle(self, seconds: float) -> None:
         self._cycle.observe(seconds)
