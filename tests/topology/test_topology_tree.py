@@ -7,9 +7,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
-from core_builders import HOST, cycle, decision, gang, node, pod, racks, topology
+from core_builders import HOST, cycle, decision, gang, node, nodes_of, pod, racks, topology
 
 from phalanx.core import Snapshot
+from phalanx.core.status import Reason, StatusCode
 from phalanx.topology import TopologyLevel, TopologySpec, build_tree, tree_for
 from phalanx.topology.summary import summarize_topology
 from phalanx.topology.tree import ROOT, DomainTree, missing_label_marker
@@ -55,16 +56,38 @@ def test_node_without_a_level_label_is_a_singleton_there_and_below() -> None:
     assert len(tree.by_level[0]) == 1  # they still share block b0
 
 
-def test_unlabelled_node_hosts_a_gang_that_fits_on_it_alone_but_is_never_pooled() -> None:
+def test_a_required_level_no_node_carries_is_refused_with_the_reason() -> None:
+    # Every node would be a singleton "rack": "within one rack" must not mean "one node".
     nodes = [
         node("lonely-1", gpus=8, labels={"block": "b0"}),
         node("lonely-2", gpus=8, labels={"block": "b0"}),
     ]
     small, small_pods = gang("small", 2, gpus=4, required="rack")
-    big, big_pods = gang("big", 3, gpus=4, required="rack")
-    result = cycle(nodes, SPEC, small, small_pods, big, big_pods)
-    assert decision(result, "default/small").scheduled
-    assert decision(result, "default/big").placed == 0
+    loose, loose_pods = gang("loose", 2, gpus=4)
+    result = cycle(nodes, SPEC, small, small_pods, loose, loose_pods)
+    refused = decision(result, "default/small")
+    assert refused.placed == 0 and refused.reason is Reason.LEVEL_UNLABELLED
+    assert refused.code is StatusCode.UNRESOLVABLE
+    assert "no node has a label of level rack" in refused.message
+    assert "nodeLabels: rack" in refused.message
+    assert decision(result, "default/loose").scheduled  # no required level: nodes still serve
+
+
+def test_nodes_without_the_label_are_in_no_domain_of_a_required_level() -> None:
+    nodes = [
+        node("a", gpus=8, labels={"block": "b0", "rack": "r0"}),
+        node("lonely-1", gpus=8, labels={"block": "b0"}),
+        node("lonely-2", gpus=8, labels={"block": "b0"}),
+    ]
+    tree = tree_for(SPEC, [n.name for n in nodes], [n.labels for n in nodes])
+    assert tree.missing == (0, 2, 0)  # per level: the nodes lacking its own label
+    first, first_pods = gang("first", 2, gpus=4, required="rack")
+    second, second_pods = gang("second", 2, gpus=4, required="rack")
+    result = cycle(nodes, SPEC, first, first_pods, second, second_pods)
+    assert nodes_of(result, "default/first") == ["a", "a"]  # the one real rack
+    waiting = decision(result, "default/second")
+    assert waiting.placed == 0 and waiting.reason is Reason.NO_DOMAIN_FITS
+    assert "2 of 3 nodes have no rack label and are in no rack" in waiting.message
 
 
 def test_the_tree_is_shared_while_labels_are_unchanged() -> None:

@@ -91,6 +91,9 @@ def _no_domain(state: CycleState, request: GangRequest, shape: Shape, need: int)
     never = not request.anchors and _never_fits(state, shape, tree, request, need)
     if never:
         message += f"; no {level_name} could hold it even if empty"
+    if tree.missing[level]:
+        message += (f"; {tree.missing[level]} of {len(state.index.nodes)} nodes have no "
+                    f"{level_name} label and are in no {level_name}")
     code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
     return Problem(code, Reason.NO_DOMAIN_FITS, message)
 
@@ -100,9 +103,9 @@ def _never_fits(
 ) -> bool:
     """Could no domain of the limit level hold the gang even if all its nodes were free?
     First a bound from node counts and the largest node, then the exact count."""
-    level = tree.by_level[request.limit]
+    level = [d for d in tree.by_level[request.limit] if tree.labelled[d]]
     per_node = fit_count(state.index.max_allocatable, UNLIMITED_PODS, shape.requests)
-    if max(tree.node_counts[d] for d in level) * per_node < need:
+    if max((tree.node_counts[d] for d in level), default=0) * per_node < need:
         return True
     room = static_room(state, shape, request.topology)
     return all(room[d] < need for d in level)

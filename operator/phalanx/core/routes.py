@@ -8,6 +8,7 @@ from phalanx.core.config import SchedulerConfig
 from phalanx.core.members import GroupWork, Problem
 from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.status import Reason, StatusCode
+from phalanx.topology.spec import TopologySpec
 from phalanx.topology.tree import ROOT_LEVEL
 
 
@@ -48,6 +49,9 @@ def route_of(index: ClusterIndex, work: GroupWork, config: SchedulerConfig) -> R
             message = f"NetworkTopology {topology.name} has no level {level} (levels: {known})"
             return Problem(StatusCode.UNRESOLVABLE, Reason.LEVEL_NOT_FOUND, message)
         levels[level] = found
+    for level in (spec.required, sub_level):
+        if level is not None and (problem := _unlabelled(index, topology, levels[level])):
+            return problem
     return Route(
         topology=topology.name,
         limit=levels[spec.required] if spec.required else ROOT_LEVEL,
@@ -56,3 +60,17 @@ def route_of(index: ClusterIndex, work: GroupWork, config: SchedulerConfig) -> R
             (spec.sub_group.size, levels[spec.sub_group.required]) if spec.sub_group else None
         ),
     )
+
+
+def _unlabelled(index: ClusterIndex, topology: TopologySpec, level: int) -> Problem | None:
+    """A required level that no node carries: every domain of it would be a stand-in for
+    a missing label, so nothing can be placed "within one" of them; say so instead of
+    reporting no room."""
+    nodes = len(index.nodes)
+    if not nodes or index.tree(topology.name).missing[level] < nodes:
+        return None
+    spec = topology.levels[level]
+    message = (f"no node has a label of level {spec.name} of NetworkTopology {topology.name} "
+               f"(nodeLabels: {', '.join(spec.node_labels)}), so no {spec.name} exists to "
+               f"place the gang within")
+    return Problem(StatusCode.UNRESOLVABLE, Reason.LEVEL_UNLABELLED, message)

@@ -30,6 +30,7 @@ class Reason(StrEnum):
     QUEUE_NOT_FOUND = "QueueNotFound"
     TOPOLOGY_NOT_FOUND = "TopologyNotFound"
     LEVEL_NOT_FOUND = "LevelNotFound"
+    LEVEL_UNLABELLED = "LevelUnlabelled"  # no node carries a label of the required level
     INSUFFICIENT_RESOURCES = "InsufficientResources"
     GANG_INCOMPLETE = "GangIncomplete"
     GROUP_NOT_FOUND = "GroupNotFound"

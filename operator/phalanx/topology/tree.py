@@ -6,8 +6,12 @@ named "r1" under block "b1" differs from "r1" under "b2".
 
 Nodes lacking a level's label: such a node forms its own singleton domain at that
 level and at every finer level (path element `<none:NODE>`, which no label value can
-spell). It is never grouped with other nodes by accident, yet it can still host a
-gang that fits on it alone. Levels above the missing one group it normally.
+spell), marked unlabelled. It is never grouped with other nodes by accident, and it
+still serves gangs without a required level (best-effort locality). It is in no domain
+of that level for a gang required on it, though (as in Kueue's topology-aware
+scheduling): a singleton standing in for a missing rack label must not satisfy
+"within one rack". Levels above the missing one group it normally. `missing[level]`
+counts such nodes, so a level that (part of) the nodes do not carry can be reported.
 
 Everything is plain tuples indexed by integer ids (root is id 0, level -1), built
 once and shared between cycles while the topology and the nodes' labels are
@@ -31,6 +35,10 @@ def missing_label_marker(node: str) -> str:
     return f"<none:{node}>"
 
 
+def _is_marker(element: str) -> bool:
+    return element.startswith("<none:") and element.endswith(">")
+
+
 @dataclass(frozen=True, eq=False, slots=True)
 class DomainTree:
     """Domains of one topology. `node_ancestors[i]` is (root, level 0, ..., finest);
@@ -47,6 +55,8 @@ class DomainTree:
     by_level: tuple[tuple[int, ...], ...]
     node_leaf: tuple[int, ...]
     node_counts: tuple[int, ...]
+    labelled: tuple[bool, ...] = ()  # per domain: False for an unlabelled singleton
+    missing: tuple[int, ...] = ()  # per level: nodes without a label of that level
 
     @property
     def size(self) -> int:
@@ -78,6 +88,15 @@ class DomainTree:
             else:
                 frontier.extend(self.children[current])
         return tuple(sorted(found))
+
+    def within_labelled(self, domain: int, level: int) -> bool:
+        """Is the domain inside a real (labelled) domain of `level`? Always for the root
+        level; a domain coarser than `level` never is."""
+        if level == ROOT_LEVEL:
+            return True
+        if self.level_of[domain] < level:
+            return False
+        return self.labelled[self.ancestor_at(domain, level)]
 
     def nodes_in(self, domain: int) -> tuple[int, ...]:
         """Every node index inside `domain`, in node order."""
@@ -158,6 +177,8 @@ def build_tree(
     counts = [len(nodes) for nodes in nodes_under]
     for domain in range(size - 1, 0, -1):
         counts[parent[domain]] += counts[domain]
+    labelled = tuple(not p or not _is_marker(p[-1]) for p in path)
+    missing = tuple(sum(1 for v in values if v[level] is None) for level in range(len(levels)))
     return DomainTree(
         topology=spec.name if spec is not None else None,
         levels=levels,
@@ -170,6 +191,8 @@ def build_tree(
         by_level=tuple(tuple(d) for d in by_level),
         node_leaf=tuple(chain[-1] for chain in ancestors),
         node_counts=tuple(counts),
+        labelled=labelled,
+        missing=missing,
     )
 
 
