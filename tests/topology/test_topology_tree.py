@@ -116,3 +116,25 @@ def test_summary_counts_nodes_and_gpus_per_domain() -> None:
     assert (rows["b0"].nodes, rows["b0"].gpus, rows["b0"].free_gpus) == (4, 32, 29)
     assert (rows["b0/r1"].free_gpus, rows["b0/r1"].parent, rows["b0/r1"].label) == (13, "b0", "r1")
     assert rows["b0/r1/n-0-1-0"].free_gpus == 5 and rows["b0/r1/n-0-1-0"].level == "host"
+
+
+def test_levels_some_nodes_lack_are_named_with_counts() -> None:
+    from phalanx.topology.gaps import gaps_message, level_gaps
+
+    nodes = [
+        node("a", labels={"block": "b0", "rack": "r0"}),
+        node("b", labels={"block": "b0"}),
+        node("c", labels={}),
+    ]
+    tree = tree_for(SPEC, [n.name for n in nodes], [n.labels for n in nodes])
+    gaps = level_gaps(SPEC, tree)
+    assert [(g.level, g.missing, g.nodes) for g in gaps] == [("block", 1, 3), ("rack", 2, 3)]
+    assert gaps_message(gaps).startswith(
+        "level block: 1 of 3 nodes have none of its labels (block); "
+        "level rack: 2 of 3 nodes have none of its labels (rack)")
+    none = tree_for(SPEC, ["c"], [{}])
+    assert level_gaps(SPEC, none)[0].describe() == (
+        "level block: no node has any of its labels (block)")
+    labelled = racks(1, 2)
+    full = tree_for(SPEC, [n.name for n in labelled], [n.labels for n in labelled])
+    assert level_gaps(SPEC, full) == () and gaps_message(()) == ""
