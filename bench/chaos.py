@@ -63,6 +63,7 @@ README_END = "<!-- END chaos-results -->"
 LEASE_NAMESPACE = "phalanx-system"
 PATIENCE = 120.0  # upper bound of any single wait; outcomes are asserted, not speed
 TRACEBACK = "Traceback (most recent call last)"
+LEASE_ATTEMPTS = "phalanx_leader_lease_attempt_seconds"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +93,8 @@ class Outcome:
     unbound: list[str] = dataclasses.field(default_factory=list)
     tracebacks: list[str] = dataclasses.field(default_factory=list)
     exit_codes: list[int] = dataclasses.field(default_factory=list)
+    lease_attempts: int = 0
+    slowest_lease_attempt: float = 0.0  # upper bound of its histogram bucket
 
     def violations(self) -> list[str]:
         found = [f"overcommit: {o}" for o in self.overcommits[:5]]
@@ -119,6 +122,8 @@ class Outcome:
             "partialBoundSeconds": s.partial_bound_seconds,
             "overcommits": len(self.overcommits), "unbound": len(self.unbound),
             "tracebacks": len(self.tracebacks), "violations": self.violations(),
+            "leaseAttempts": self.lease_attempts,
+            "slowestLeaseAttemptSecondsAtMost": self.slowest_lease_attempt,
         }
 
 
@@ -195,6 +200,7 @@ class Replicas:
         self.running: dict[str, OperatorProcess] = {}
         self.logs: list[Path] = []
         self.exit_codes: list[int] = []
+        self.lease_attempts: dict[str, dict[float, float]] = {}  # process -> le -> count
 
     def start(self, identity: str) -> OperatorProcess:
         env = {
@@ -229,9 +235,30 @@ class Replicas:
         raise RuntimeError(f"replicas never settled: leader {self.holder()!r}")
 
     def kill(self, identity: str) -> None:
+        self.read_lease_attempts()
         self.running.pop(identity).kill()
 
+    def read_lease_attempts(self) -> None:
+        """Fold every running replica's lease-attempt histogram into `lease_attempts`."""
+        for process in self.running.values():
+            with contextlib.suppress(OSError, AssertionError):
+                buckets = {float(dict(labels)["le"]): value
+                           for (name, labels), value in process.metrics().items()
+                           if name == LEASE_ATTEMPTS + "_bucket"}
+                self.lease_attempts[process.log.stem] = buckets
+
+    def slowest_lease_attempt(self) -> tuple[int, float]:
+        """Attempts seen and the upper bound of the slowest (the first bucket holding all)."""
+        total, slowest = 0, 0.0
+        for buckets in self.lease_attempts.values():
+            count = buckets.get(float("inf"), 0.0)
+            total += int(count)
+            if count:
+                slowest = max(slowest, min(le for le, n in buckets.items() if n >= count))
+        return total, slowest
+
     def stop_all(self) -> None:
+        self.read_lease_attempts()
         for process in self.running.values():
             self.exit_codes.append(process.stop())
         self.running.clear()
@@ -314,6 +341,7 @@ def run_scenario(cluster: LocalCluster, scenario: Scenario, workdir: Path,
             outcome.overcommits = list(invariants.overcommits)
         replicas.stop_all()
         outcome.exit_codes = replicas.exit_codes
+        outcome.lease_attempts, outcome.slowest_lease_attempt = replicas.slowest_lease_attempt()
         outcome.tracebacks = replicas.tracebacks()
         if submitter.failures:
             raise RuntimeError(f"submission failed: {submitter.failures[:3]}")
@@ -482,7 +510,14 @@ def readme_section(results: dict[str, Any]) -> str:
             f"{s['killsSurvived']}/{s['kills']} | {median:.1f} s ({s['recoveryMaxSeconds']:.1f} s)"
             f" | {s['longestPartialSeconds']:.1f} s (bound {s['partialBoundSeconds']:g} s) | "
             f"{s['overcommits']} | {s['unbound']} | {s['tracebacks']} |")
-    lines += ["", README_END]
+    attempts = sum(s["leaseAttempts"] for s in results["scenarios"])
+    slowest = max(s["slowestLeaseAttemptSecondsAtMost"] for s in results["scenarios"])
+    lines += [
+        "",
+        f"Lease attempts (read + write of the Lease, `{LEASE_ATTEMPTS}`) during the runs: "
+        f"{attempts:,}, the slowest at most {slowest:g} s (histogram bucket bound): the "
+        "default renew deadline leaves a leader many times that before it steps down.",
+        "", README_END]
     return "\n".join(lines)
 
 

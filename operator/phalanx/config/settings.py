@@ -61,14 +61,21 @@ class Timeouts(_Section):
 
 
 class LeaderElection(_Section):
-    """One active scheduler among the replicas, through a coordination.k8s.io Lease."""
+    """One active scheduler among the replicas, through a coordination.k8s.io Lease.
+
+    The three durations mean what kube-scheduler's `leaderElection` fields mean. The
+    defaults are a third of kube-scheduler's (15/10/2 s), so that a standby takes over a
+    SIGKILLed leader in about lease + retry seconds (kill -> its first binding, measured by
+    `python -m bench.chaos`: bench/README.md). The renew deadline still leaves a leader
+    three attempts, each far longer than the slowest lease read + write measured there.
+    """
 
     enabled: bool = True
     lease_name: str = Field(default="phalanx-leader", pattern=_DNS_SUBDOMAIN, max_length=253)
     lease_namespace: str = Field(default="phalanx-system", pattern=_DNS_LABEL, max_length=63)
-    lease_duration_seconds: float = Field(default=15.0, gt=0)
-    renew_deadline_seconds: float = Field(default=10.0, gt=0)
-    retry_period_seconds: float = Field(default=2.0, gt=0)
+    lease_duration_seconds: float = Field(default=5.0, gt=0)
+    renew_deadline_seconds: float = Field(default=3.0, gt=0)
+    retry_period_seconds: float = Field(default=1.0, gt=0)
     identity: str = ""  # empty: the pod name (HOSTNAME)
 
     @model_validator(mode="after")
