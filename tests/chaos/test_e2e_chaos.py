@@ -30,12 +30,12 @@ def check(cluster: LocalCluster, scenario: Scenario, tmp_path: Path) -> None:
 def test_single_replica_killed_and_restarted_mid_replay(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    check(cluster, Scenario("restart", 1, seed=7, gangs=24, submit_seconds=10, runtimes=(2, 6),
+    check(cluster, Scenario("restart", 1, seed=7, gangs=16, submit_seconds=8, runtimes=(2, 6),
                             kills=3, bindings_before_kill=(0, 12),
                             partial_bound_seconds=PARTIAL_BOUND_SECONDS), tmp_path)
 
 
 def test_leader_of_two_replicas_killed_mid_replay(cluster: LocalCluster, tmp_path: Path) -> None:
-    check(cluster, Scenario("failover", 2, seed=11, gangs=16, submit_seconds=8, runtimes=(2, 6),
+    check(cluster, Scenario("failover", 2, seed=11, gangs=12, submit_seconds=6, runtimes=(2, 6),
                             kills=2, bindings_before_kill=(0, 12),
                             partial_bound_seconds=PARTIAL_BOUND_SECONDS), tmp_path)
