@@ -13,7 +13,9 @@ from phalanx.core.explain import explain
 from phalanx.core.ids import NodeName
 from phalanx.core.members import GroupWork, Problem, build_works
 from phalanx.core.model import PodInfo
+from phalanx.core.nomination import Nomination
 from phalanx.core.placement import GangPlacement, GangRequest, place_gang
+from phalanx.core.preemption.cycle import Failure, Preemptions
 from phalanx.core.queues import QueueLedger
 from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
 from phalanx.core.routes import Route, route_of
@@ -45,6 +47,7 @@ def run_cycle(
     works = build_works(index)
     ledger = seed_ledger(index, works)
     outcomes = {work.key: _Outcome() for work in works}
+    preemptions = Preemptions(state, works, config, now)
 
     def place(work: GroupWork) -> bool:
         """Place the gang of a group just admitted; False when it could not be."""
@@ -56,7 +59,12 @@ def run_cycle(
             return False
         outcome.route = route
         if work.mandatory:
-            _place_mandatory(state, work, route, config, outcome)
+            preemptions.before(work)
+            request = _place_mandatory(state, work, route, config, outcome)
+            if outcome.problem is not None:
+                failure = Failure(work, request, route, outcome.problem)
+                outcome.problem = preemptions.failed(failure, ledger)
+            preemptions.after(work, outcome.problem is None)
         return outcome.problem is None
 
     admission = admit(index, works, ledger, place)
@@ -70,8 +78,12 @@ def run_cycle(
     for work in admission.admitted:
         for pod, node in outcomes[work.key].bound:
             bindings.append(Binding(pod.key, NodeName(index.nodes[node].name), work.key))
-    decisions = tuple(_decide(state, work, outcomes[work.key], config) for work in works)
-    return CycleResult(tuple(bindings), decisions, tuple(index.invalid), now)
+    held = preemptions.nominations
+    decisions = tuple(
+        _decide(state, work, outcomes[work.key], config, held.get(work.key)) for work in works
+    )
+    evictions = tuple(preemptions.evictions)
+    return CycleResult(tuple(bindings), decisions, tuple(index.invalid), now, evictions)
 
 
 def _request(
@@ -107,22 +119,24 @@ def _place_mandatory(
     route: Route,
     config: SchedulerConfig,
     outcome: _Outcome,
-) -> None:
+) -> GangRequest:
+    """Place the gang; on failure `outcome.problem` says why. Returns the request."""
     shapes = work.shapes[: work.mandatory]
     request = _request(work.gang, shapes, route, config, _anchors(state, work, outcome))
     key = _rejection_key(request)
     known = state.rejections.get(key) if key is not None else None
     if known is not None and known[0] == state.generation:
         outcome.problem = known[1]
-        return
+        return request
     placed = place_gang(state, request)
     if placed is None:
         outcome.problem = explain(state, request)
         if key is not None:
             state.rejections[key] = (state.generation, outcome.problem)
-        return
+        return request
     outcome.gang = placed
     outcome.bound.extend(placed.assignments)
+    return request
 
 
 def _rejection_key(request: GangRequest) -> object | None:
@@ -166,7 +180,11 @@ def _place_extras(
 
 
 def _decide(
-    state: CycleState, work: GroupWork, outcome: _Outcome, config: SchedulerConfig
+    state: CycleState,
+    work: GroupWork,
+    outcome: _Outcome,
+    config: SchedulerConfig,
+    nomination: Nomination | None,
 ) -> GroupDecision:
     placed = len(work.running) + len(outcome.bound)
     problem = work.problem or outcome.problem
@@ -197,6 +215,7 @@ def _decide(
             counts.pending - new, counts.running + new, counts.succeeded, counts.failed
         ),
         implicit=work.group is None and work.problem is None,
+        nomination=None if scheduled else nomination,
     )
 
 

@@ -19,6 +19,8 @@ from phalanx.core.state import CycleState, static_room
 from phalanx.core.status import Exclusion, Reason, StatusCode
 from phalanx.topology.tree import ROOT, DomainTree
 
+HELD = "node(s) were held for another group"
+
 
 def node_histogram(state: CycleState, shape: Shape) -> str:
     """'A/N nodes are available: <count> <cause>, ...' for one pod shape."""
@@ -32,6 +34,9 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
         static = counts.static[i]
         if static is not None:
             causes[static.value] += 1
+            continue
+        if state.held[i]:
+            causes[HELD] += 1
             continue
         if state.pods_free[i] <= 0:
             causes[Exclusion.TOO_MANY_PODS.value] += 1

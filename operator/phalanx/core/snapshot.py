@@ -137,6 +137,7 @@ class ClusterIndex:
         self.queues.setdefault(DEFAULT_QUEUE, QueueInfo(name=DEFAULT_QUEUE))
         self.topologies = {t.name: t for t in _unique(snapshot.topologies, lambda t: t.name)}
         self.invalid = tuple(snapshot.invalid)
+        self.eviction_refused = frozenset(snapshot.eviction_refused)
         self.invalid_groups = _invalid_groups(snapshot.invalid)
         self._index_priorities(snapshot.priority_classes)
         self.base_exclusions = tuple(static_exclusion(node, NO_CONSTRAINTS) for node in self.nodes)
@@ -166,8 +167,11 @@ class ClusterIndex:
     def _index_priorities(self, classes: Sequence[PriorityClassInfo]) -> None:
         unique = _unique(classes, lambda c: c.name)
         self.priority_values = {c.name: c.value for c in unique}
+        self.preemption_policies = {c.name: c.preemption_policy for c in unique}
         defaults = [c.value for c in unique if c.global_default]
         self.default_priority = max(defaults) if defaults else 0
+        chosen = [c for c in unique if c.global_default and c.value == self.default_priority]
+        self.default_policy = chosen[0].preemption_policy if chosen else ""
 
     def _index_usage(self) -> None:
         """Free capacity per node: allocatable minus requests of its unfinished pods."""

@@ -19,6 +19,7 @@ from phalanx.core.status import Exclusion, Problem
 from phalanx.topology.tree import DomainTree
 
 _NODE_WIDE = (Exclusion.NOT_READY, Exclusion.CORDONED)
+HELD_PODS = 1 << 40
 
 
 @dataclass(slots=True)
@@ -43,6 +44,7 @@ class CycleState:
         self.index = index
         self.free: list[dict[str, int]] = list(index.free)
         self.pods_free: list[int] = list(index.pods_free)
+        self.held: list[int] = [0] * len(index.nodes)
         self.generation = 0
         self._owned: set[int] = set()
         self._static: dict[Constraints, list[Exclusion | None]] = {}
@@ -113,6 +115,15 @@ class CycleState:
 
     def unplace(self, node: int, pod: PodInfo) -> None:
         self._change(node, pod, 1)
+
+    def hold(self, node: int, sign: int = 1) -> None:
+        """Keep every pod off the node (room held for another group); sign -1 lifts one
+        hold. A held node's pod slots are pushed far below zero, so every fit count,
+        aggregate and cache sees it as full without a separate check."""
+        self.held[node] += sign
+        self.pods_free[node] -= sign * HELD_PODS
+        self.generation += 1
+        self._refresh_counts(node)
 
     def _change(self, node: int, pod: PodInfo, sign: int) -> None:
         if node not in self._owned:

@@ -36,6 +36,7 @@ class Reason(StrEnum):
     GROUP_NOT_FOUND = "GroupNotFound"
     INVALID_SPEC = "InvalidSpec"
     TIMEOUT = "Timeout"
+    PREEMPTING = "Preempting"
 
 
 class Exclusion(StrEnum):

@@ -1,0 +1,295 @@
+"""Preemption, reclaim and starvation reservations inside one scheduling cycle.
+
+`run_cycle` places groups in order of decreasing priority. Around each placement it
+opens the holds this group may use; when a gang cannot be placed, `Preemptions.failed`
+looks for victims (whole gangs, elastic pods first) whose eviction makes it fit, holds
+the room it would use, and records the evictions. The gang itself is not bound in that
+cycle: its room is still occupied until the victims are gone. A gang that waited past
+`starvation_seconds` gets a reservation where the least running work stands in its way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+
+from phalanx.core.config import SchedulerConfig
+from phalanx.core.eviction import Eviction, EvictionReason
+from phalanx.core.ids import GroupKey, NodeName
+from phalanx.core.members import GroupWork
+from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
+from phalanx.core.placement import GangRequest
+from phalanx.core.preemption.find import Finder, Found
+from phalanx.core.preemption.holds import Hold, Holds
+from phalanx.core.preemption.rules import Claim, claim_for
+from phalanx.core.preemption.search import cost_of, work_cost
+from phalanx.core.preemption.units import Unit, build_units
+from phalanx.core.preemption.why import why_not
+from phalanx.core.queues import QueueLedger
+from phalanx.core.routes import Route
+from phalanx.core.state import CycleState
+from phalanx.core.status import Problem, Reason, StatusCode
+from phalanx.topology.tree import ROOT_LEVEL
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What one gang that could not be placed should wait for, and say."""
+
+    work: GroupWork
+    request: GangRequest
+    route: Route
+    problem: Problem
+
+
+class Preemptions:
+    def __init__(
+        self,
+        state: CycleState,
+        works: Sequence[GroupWork],
+        config: SchedulerConfig,
+        now: float,
+    ) -> None:
+        self.state = state
+        self.config = config
+        self.now = now
+        self._priorities = {w.key: w.priority for w in works}
+        self._finder: Finder | None = None
+        self.holds = Holds(state)
+        self.evictions: list[Eviction] = []
+        self.nominations: dict[GroupKey, Nomination] = {}
+        self._taken: set[int] = set()
+        self._chains: dict[str, tuple[str, ...]] = {}
+        self._notes: dict[object, str] = {}
+        self._by_group: dict[GroupKey, list[Unit]] = {}
+        self._eligible: dict[object, frozenset[int]] = {}
+        self._seed(works)
+
+    def _seed(self, works: Sequence[GroupWork]) -> None:
+        """Holds recorded in PodGroup status, while live and the gang still waits."""
+        position = self.state.index.node_position
+        for work in works:
+            held = work.group.nomination if work.group is not None else None
+            if held is None or not held.live(self.now) or not work.mandatory or work.problem:
+                continue
+            nodes = tuple(sorted(position[n] for n in held.nodes if n in position))
+            if nodes:
+                self.holds.add(work.key, Hold(work.priority, nodes, held))
+                self.nominations[work.key] = held
+
+    @property
+    def finder(self) -> Finder:
+        """Units and their domains, built when the first gang cannot be placed."""
+        if self._finder is None:
+            self._finder = Finder(self.state, build_units(self.state.index, self._priorities))
+        return self._finder
+
+    @property
+    def units(self) -> tuple[Unit, ...]:
+        return self.finder.units
+
+    def before(self, work: GroupWork) -> None:
+        self.holds.open_for(work.key, work.priority)
+
+    def after(self, work: GroupWork, placed: bool) -> None:
+        if placed:
+            self.holds.drop(work.key)
+            self.nominations.pop(work.key, None)
+        self.holds.close()
+
+    def failed(self, failure: Failure, ledger: QueueLedger) -> Problem:
+        """Evict for the gang if that makes it fit, else reserve or explain; returns
+        the problem its decision reports."""
+        work, problem = failure.work, failure.problem
+        if failure.request.anchors or problem.code is not StatusCode.UNSCHEDULABLE:
+            return self._keep_reservation(work, problem)
+        if _expired(work, self.now):  # released for one cycle: others may take the room
+            return Problem(problem.code, problem.reason, problem.message + _EXPIRED)
+        claim = claim_for(
+            self.state.index, ledger, work.key, work.queue, work.priority, _class_of(work)
+        )
+        found = None
+        if self.config.preemption:
+            found = self._preempt(failure, claim)
+        if found is not None:
+            return self._nominate(failure, found, claim)
+        note = self._why_not(failure, claim, ledger) if self.config.preemption else ""
+        problem = Problem(problem.code, problem.reason, problem.message + note)
+        return self._reserve(failure, problem)
+
+    def _preempt(self, failure: Failure, claim: Claim) -> Found | None:
+        if not (claim.preempt or claim.reclaim) and not self.finder.leaving:
+            return None
+        ids = self._eligible_ids(claim)
+        if not ids and not self.finder.leaving:
+            return None
+
+        def eligible(unit: Unit) -> bool:
+            return id(unit) in ids
+
+        allowed = partial(claim.within, chains=self._queue_chains())
+        prefer = self.holds.nodes_of(failure.work.key)
+        return self.finder.find(
+            failure.request, failure.route, eligible, allowed, cost_of, prefer=prefer
+        )
+
+    def _eligible_ids(self, claim: Claim) -> frozenset[int]:
+        """Units this claim may evict and nobody took yet (the same for every gang of
+        one queue and priority, so kept until victims are taken)."""
+        key = (claim.queue, claim.priority, claim.preempt, claim.reclaim, claim.closed,
+               len(self._taken))  # fmt: skip
+        ids = self._eligible.get(key)
+        if ids is None:
+            taken, anyone = self._taken, replace(claim, group="")
+            ids = frozenset(
+                id(u) for u in self.units if id(u) not in taken and anyone.reason(u) is not None
+            )
+            self._eligible[key] = ids
+        own = self._groups().get(GroupKey(claim.group))
+        return ids - {id(u) for u in own} if own else ids
+
+    def _nominate(self, failure: Failure, found: Found, claim: Claim) -> Problem:
+        work, victims = failure.work, found.units
+        for unit in victims:
+            reason = claim.reason(unit) or EvictionReason.PREEMPTED
+            message = _eviction_message(work, reason)
+            self.evictions.extend(
+                Eviction(pod.key, unit.group, reason, work.key, message) for pod in unit.pods
+            )
+            self._taken.update(id(u) for u in self._related(unit))
+        self.finder.leave(victims)
+        self._hold(work, found.nodes, PREEMPTING)
+        where = self._where(failure.request.topology, found)
+        if victims:
+            message = f"preempting: evicts {_victims(victims)} to make room {where}"
+            message += "; placed there once they are gone"
+        else:
+            message = f"waits for {found.waiting} terminating pods {where}; the room is held"
+        return Problem(StatusCode.UNSCHEDULABLE, Reason.PREEMPTING, message)
+
+    def _related(self, unit: Unit) -> list[Unit]:
+        """The unit and every other unit of its group (whole gang and elastic pods)."""
+        if unit.group is None:
+            return [unit]
+        return self._groups().get(unit.group, [unit])
+
+    def _groups(self) -> dict[GroupKey, list[Unit]]:
+        if not self._by_group:
+            for other in self.units:
+                if other.group is not None:
+                    self._by_group.setdefault(other.group, []).append(other)
+        return self._by_group
+
+    def _hold(self, work: GroupWork, nodes: tuple[int, ...], reason: str) -> Nomination:
+        """Hold `nodes` for the group, keeping the times of a hold it already has."""
+        names = tuple(NodeName(self.state.index.nodes[i].name) for i in nodes)
+        old = self.nominations.get(work.key)
+        if old is not None and old.reason == reason and set(old.nodes) & set(names):
+            nomination = Nomination(names, reason, old.since, old.expires)
+        else:
+            timeout = self.config.nomination_timeout_seconds
+            nomination = Nomination(names, reason, self.now, self.now + timeout)
+        self.holds.add(work.key, Hold(work.priority, nodes, nomination))
+        self.nominations[work.key] = nomination
+        return nomination
+
+    def _keep_reservation(self, work: GroupWork, problem: Problem) -> Problem:
+        held = self.nominations.get(work.key)
+        if held is None:
+            return problem
+        if held.reason != RESERVED:
+            self.holds.drop(work.key)
+            del self.nominations[work.key]
+            return problem
+        return Problem(problem.code, problem.reason, problem.message + _reserved_note(held))
+
+    def _reserve(self, failure: Failure, problem: Problem) -> Problem:
+        """Starvation protection: hold the room where least running work is in the way."""
+        work = failure.work
+        held = self.nominations.get(work.key)
+        if held is not None and held.reason == RESERVED:
+            return self._keep_reservation(work, problem)
+        if held is not None:  # a preemption hold that no longer leads anywhere
+            self.holds.drop(work.key)
+            del self.nominations[work.key]
+        waited = self.now - work.creation
+        if waited < self.config.starvation_seconds:
+            return problem
+        taken = self._taken
+        found = self.finder.find(
+            failure.request,
+            failure.route,
+            lambda unit: id(unit) not in taken and unit.group != work.key,
+            lambda units: True,
+            work_cost,
+            phases=(True,),
+        )
+        if found is None:
+            return problem
+        nomination = self._hold(work, found.nodes, RESERVED)
+        return Problem(problem.code, problem.reason, problem.message + _reserved_note(nomination))
+
+    def _why_not(self, failure: Failure, claim: Claim, ledger: QueueLedger) -> str:
+        request = failure.request
+        key = (
+            request.demand, request.topology, request.limit, request.preferred,
+            request.sub_group, claim.queue, claim.priority, claim.preempt, claim.reclaim,
+            len(self._taken),
+        )  # fmt: skip
+        note = self._notes.get(key)
+        if note is None:
+            note = why_not(self.finder, failure.request, failure.route, claim, ledger, self._taken)
+            self._notes[key] = note
+        return note
+
+    def _queue_chains(self) -> dict[str, tuple[str, ...]]:
+        if not self._chains:
+            ledger = QueueLedger(self.state.index.queues)
+            self._chains = {name: ledger.chain(name) for name in self.state.index.queues}
+            for unit in self.units:
+                self._chains.setdefault(unit.queue, (unit.queue,))
+        return self._chains
+
+    def _where(self, topology: str | None, found: Found) -> str:
+        if found.level == ROOT_LEVEL:
+            return "in the cluster"
+        tree = self.state.tree(topology)
+        return f"in {tree.levels[found.level]} {tree.name(found.domain)}"
+
+
+_EXPIRED = "; the room held for it was released: it did not free up in time"
+
+
+def _expired(work: GroupWork, now: float) -> bool:
+    held = work.group.nomination if work.group is not None else None
+    return held is not None and not held.live(now)
+
+
+def _class_of(work: GroupWork) -> str | None:
+    if work.group is not None and work.group.priority_class_name:
+        return work.group.priority_class_name
+    for pod in work.waiting:
+        if pod.priority_class_name:
+            return pod.priority_class_name
+    return None
+
+
+def _victims(units: Sequence[Unit]) -> str:
+    pods = sum(len(u.pods) for u in units)
+    groups = sorted({u.group or u.key for u in units})
+    top = max(u.priority for u in units)
+    named = ", ".join(groups[:5]) + (f" and {len(groups) - 5} more" if len(groups) > 5 else "")
+    noun = "group" if len(groups) == 1 else "groups"
+    pod_word = "pod" if pods == 1 else "pods"
+    return f"{pods} {pod_word} of {len(groups)} {noun} ({named}; priority <= {top})"
+
+
+def _eviction_message(work: GroupWork, reason: EvictionReason) -> str:
+    if reason is EvictionReason.RECLAIMED:
+        return f"reclaimed for {work.key} by queue {work.queue}, which is below its guarantee"
+    return f"preempted by {work.key} (priority {work.priority}) in queue {work.queue}"
+
+
+def _reserved_note(nomination: Nomination) -> str:
+    return f"; it waited long: {len(nomination.nodes)} nodes are reserved for it"

@@ -1,0 +1,149 @@
+"""Where a waiting gang fits once some units are gone: per candidate domain at the
+gang's preferred (else required) level, climbing to the required one, the cheapest
+victim set; the cheapest domain wins and is confirmed with `place_gang` itself.
+
+Elastic pods are tried before whole gangs, at each level. Pods already on their way
+out (terminating, or chosen as victims earlier in the cycle) count as gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from phalanx.core.model import PodInfo
+from phalanx.core.placement import GangRequest, place_gang
+from phalanx.core.preemption.room import DomainRoom
+from phalanx.core.preemption.search import Allowed, Cost, choose
+from phalanx.core.preemption.units import Unit
+from phalanx.core.routes import Route
+from phalanx.core.state import CycleState, static_room
+from phalanx.topology.tree import ROOT, ROOT_LEVEL
+
+MAX_CONFIRMATIONS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Victims `units` free room in `domain` (at `level`); the gang would use `nodes`;
+    `waiting` pods there are already terminating."""
+
+    units: tuple[Unit, ...]
+    nodes: tuple[int, ...]
+    domain: int
+    level: int
+    waiting: int
+
+
+class Finder:
+    """Per-cycle indexes for the search: units by domain, and pods on their way out."""
+
+    def __init__(self, state: CycleState, units: tuple[Unit, ...]) -> None:
+        self.state = state
+        self.units = units
+        self.leaving: list[tuple[PodInfo, int]] = []
+        position = state.index.node_position
+        for pod in state.index.pods:
+            if pod.terminating and pod.node_name in position and not pod.finished:
+                self.leaving.append((pod, position[pod.node_name]))
+        self._by_domain: dict[tuple[str | None, int], dict[int, list[Unit]]] = {}
+        self._inside: dict[tuple[str | None, int], frozenset[int]] = {}
+
+    def leave(self, units: Sequence[Unit]) -> None:
+        """Victims just chosen: later searches in this cycle count their room as freed."""
+        for unit in units:
+            self.leaving.extend(zip(unit.pods, unit.nodes, strict=True))
+
+    def find(
+        self,
+        request: GangRequest,
+        route: Route,
+        eligible: Callable[[Unit], bool],
+        allowed: Allowed,
+        cost: Callable[[Sequence[Unit]], Cost],
+        phases: tuple[bool, ...] = (False, True),
+        prefer: frozenset[int] = frozenset(),
+    ) -> Found | None:
+        """The cheapest way to make room, or None when no eligible units suffice."""
+        tree = self.state.tree(request.topology)
+        start = route.preferred if route.preferred is not None else route.limit
+        for level in range(start, route.limit - 1, -1):
+            domains = tree.by_level[level] if level != ROOT_LEVEL else (ROOT,)
+            for whole in phases:
+                options = self._options(request, level, domains, eligible, allowed, cost, whole)
+                options.sort(key=lambda o: (o[0], o[1] & prefer == frozenset(), o[2]))
+                for _, _, domain, chosen in options[:MAX_CONFIRMATIONS]:
+                    found = self._confirm(request, level, domain, chosen)
+                    if found is not None:
+                        return found
+        return None
+
+    def _options(
+        self,
+        request: GangRequest,
+        level: int,
+        domains: Sequence[int],
+        eligible: Callable[[Unit], bool],
+        allowed: Allowed,
+        cost: Callable[[Sequence[Unit]], Cost],
+        whole: bool,
+    ) -> list[tuple[Cost, frozenset[int], int, tuple[Unit, ...]]]:
+        state, topology = self.state, request.topology
+        by_domain = self._units_by_domain(topology, level)
+        rooms = [static_room(state, shape, topology) for shape, _ in request.demand]
+        options = []
+        for domain in domains:
+            if any(room[domain] < n for room, (_, n) in zip(rooms, request.demand, strict=True)):
+                continue
+            units = [u for u in by_domain.get(domain, ()) if u.whole == whole and eligible(u)]
+            inside = self._nodes_inside(topology, domain)
+            leaving = [(p, n) for p, n in self.leaving if n in inside]
+            if not units and not leaving:
+                continue
+            room = DomainRoom(state, request.demand, topology, domain, inside)
+            room.take(leaving)
+            chosen = choose(room, units, allowed, cost)
+            if chosen is not None:
+                options.append((cost(chosen), inside, domain, chosen))
+        return options
+
+    def _confirm(
+        self, request: GangRequest, level: int, domain: int, chosen: tuple[Unit, ...]
+    ) -> Found | None:
+        """Run the real placement with the victims (and leaving pods) gone."""
+        state = self.state
+        inside = self._nodes_inside(request.topology, domain)
+        leaving = [(p, n) for p, n in self.leaving if n in inside]
+        freed = leaving + [pair for u in chosen for pair in zip(u.pods, u.nodes, strict=True)]
+        for pod, node in freed:
+            state.unplace(node, pod)
+        placed = place_gang(state, request)
+        if placed is not None:
+            for pod, node in placed.assignments:
+                state.unplace(node, pod)
+        for pod, node in freed:
+            state.place(node, pod)
+        if placed is None:
+            return None
+        nodes = tuple(sorted({node for _, node in placed.assignments}))
+        return Found(chosen, nodes, domain, level, len(leaving))
+
+    def _units_by_domain(self, topology: str | None, level: int) -> dict[int, list[Unit]]:
+        key = (topology, level)
+        found = self._by_domain.get(key)
+        if found is None:
+            tree = self.state.tree(topology)
+            found = {}
+            for unit in self.units:
+                domains = {tree.node_ancestors[node][level + 1] for node in unit.nodes}
+                for domain in sorted(domains):
+                    found.setdefault(domain, []).append(unit)
+            self._by_domain[key] = found
+        return found
+
+    def _nodes_inside(self, topology: str | None, domain: int) -> frozenset[int]:
+        key = (topology, domain)
+        inside = self._inside.get(key)
+        if inside is None:
+            inside = self._inside[key] = frozenset(self.state.tree(topology).nodes_in(domain))
+        return inside

@@ -1,0 +1,136 @@
+"""Who may evict whom: preemption within a queue, reclaim across queues.
+
+Preemption: a gang may evict units of strictly lower priority in its own queue, unless
+its PriorityClass says `preemptionPolicy: Never`. Reclaim: a queue whose chain (the
+queue and its parents) is within its guarantee even with the gang admitted may take
+from queues outside that chain, whatever their priority, as long as every queue that
+loses pods is reclaimable and stays at or above its own guarantee.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from phalanx.core.eviction import EvictionReason
+from phalanx.core.model import PREEMPT_NEVER
+from phalanx.core.preemption.units import Unit
+from phalanx.core.queues import QueueLedger
+from phalanx.core.snapshot import ClusterIndex
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one waiting gang may take. `budgets`: per queue that reclaim may shrink,
+    how much of each guaranteed resource it may lose (absent: no limit)."""
+
+    group: str
+    queue: str
+    priority: int
+    preempt: bool
+    reclaim: bool
+    chain: tuple[str, ...]
+    budgets: Mapping[str, Mapping[str, int]]
+    closed: frozenset[str]
+
+    def reason(self, unit: Unit) -> EvictionReason | None:
+        """Why `unit` may be evicted for this gang (None: it may not)."""
+        if unit.group == self.group:
+            return None
+        if unit.queue == self.queue:
+            if self.preempt and unit.priority < self.priority:
+                return EvictionReason.PREEMPTED
+            return None
+        if self.reclaim and unit.queue not in self.closed:
+            return EvictionReason.RECLAIMED
+        return None
+
+    def within(self, units: Iterable[Unit], chains: Mapping[str, tuple[str, ...]]) -> bool:
+        """Do the reclaimed units leave every losing queue at or above its guarantee?"""
+        if not self.budgets:
+            return True
+        taken: dict[str, dict[str, int]] = {}
+        for unit in units:
+            if unit.queue == self.queue:
+                continue
+            for name in chains[unit.queue]:
+                budget = self.budgets.get(name)
+                if budget is None:
+                    continue
+                used = taken.setdefault(name, {})
+                for resource, limit in budget.items():
+                    used[resource] = used.get(resource, 0) + unit.requests.get(resource, 0)
+                    if used[resource] > limit:
+                        return False
+        return True
+
+
+def claim_for(
+    index: ClusterIndex,
+    ledger: QueueLedger,
+    group: str,
+    queue: str,
+    priority: int,
+    priority_class: str | None,
+) -> Claim:
+    """The claim of a gang just admitted (its need is already in the ledger)."""
+    chain = ledger.chain(queue)
+    policy = index.preemption_policies.get(priority_class or "", "")
+    reclaim = _below_guarantee(ledger, chain)
+    budgets: dict[str, dict[str, int]] = {}
+    closed: set[str] = set()
+    if reclaim:
+        for name, info in ledger.queues.items():
+            if name in chain:
+                continue
+            if not info.reclaimable:
+                closed.add(name)
+            if info.guarantee:
+                used = ledger.used.get(name, {})
+                budgets[name] = {r: used.get(r, 0) - g for r, g in info.guarantee.items()}
+        closed |= {q for q in ledger.queues if _closed_by_ancestor(ledger, q, chain, closed)}
+    return Claim(
+        group=group,
+        queue=queue,
+        priority=priority,
+        preempt=policy != PREEMPT_NEVER,
+        reclaim=reclaim,
+        chain=chain,
+        budgets=budgets,
+        closed=frozenset(closed),
+    )
+
+
+def _below_guarantee(ledger: QueueLedger, chain: tuple[str, ...]) -> bool:
+    """Some queue of the chain has a guarantee, and none is above it (gang included)."""
+    guaranteed = False
+    for name in chain:
+        guarantee = ledger.queues[name].guarantee
+        if not guarantee:
+            continue
+        guaranteed = True
+        used = ledger.used.get(name, {})
+        if any(used.get(r, 0) > g for r, g in guarantee.items()):
+            return False
+    return guaranteed
+
+
+def _closed_by_ancestor(
+    ledger: QueueLedger, queue: str, chain: tuple[str, ...], closed: set[str]
+) -> bool:
+    """A queue is closed to reclaim when it or a parent outside the reclaimer's chain is
+    not reclaimable (shared parents lose nothing: the room stays inside them)."""
+    return any(name in closed for name in ledger.chain(queue) if name not in chain)
+
+
+def guarantee_message(ledger: QueueLedger, chain: tuple[str, ...]) -> str | None:
+    """Why the gang's queue may not reclaim ("queue team-a is at its guarantee")."""
+    guaranteed = [name for name in chain if ledger.queues[name].guarantee]
+    if not guaranteed:
+        return None
+    for name in guaranteed:
+        guarantee = ledger.queues[name].guarantee or {}
+        used = ledger.used.get(name, {})
+        if any(used.get(r, 0) > g for r, g in guarantee.items()):
+            return f"queue {name} is at its guarantee"
+    return None

@@ -1,0 +1,127 @@
+"""Choosing the victims inside one domain.
+
+The cost of a victim set, compared in this order: the highest priority it evicts, then
+GPUs, then pods, then the oldest start among its victims (later is cheaper: less work
+is lost). Going through units cheapest first until the gang fits finds the lowest
+highest-priority any fitting set can have (the units below it did not suffice). With
+few units at or below that priority, every subset is tried and the cheapest fitting
+one taken; otherwise the fitting prefix is pruned, most expensive unit first, to a set
+from which no unit can be dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from phalanx.core.model import PodInfo
+from phalanx.core.preemption.room import DomainRoom
+from phalanx.core.preemption.units import Unit
+
+EXACT_UNITS = 10
+
+Cost = tuple[int, int, int, float]
+Allowed = Callable[[Sequence[Unit]], bool]
+
+
+def cost_of(units: Sequence[Unit]) -> Cost:
+    if not units:
+        return (-(1 << 62), 0, 0, 0.0)
+    return (
+        max(u.priority for u in units),
+        sum(u.gpus for u in units),
+        sum(len(u.pods) for u in units),
+        -min(u.started for u in units),
+    )
+
+
+def work_cost(units: Sequence[Unit]) -> Cost:
+    """For reservations: least running work in the way, whatever its priority."""
+    base = cost_of(units)
+    return (0, base[1], base[2], base[3])
+
+
+def choose(
+    room: DomainRoom,
+    units: Sequence[Unit],
+    allowed: Allowed,
+    cost: Callable[[Sequence[Unit]], Cost] = cost_of,
+) -> tuple[Unit, ...] | None:
+    """The cheapest set of `units` (given cheapest first) after which the gang fits in
+    the room, or None. The room is left as it was given."""
+    if room.fits():
+        return ()
+    chosen: list[Unit] = []
+    for unit in units:
+        if not allowed([*chosen, unit]):
+            continue
+        room.take(zip(unit.pods, unit.nodes, strict=True))
+        chosen.append(unit)
+        if room.fits():
+            break
+    else:
+        _give_back(room, chosen)
+        return None
+    ceiling = cost([chosen[-1]])[0]
+    pool = _pool(units, ceiling, cost)
+    if pool is not None:
+        _give_back(room, chosen)
+        return _cheapest(room, pool, allowed, cost)
+    kept = _prune(room, chosen)
+    _give_back(room, kept)
+    return tuple(kept)
+
+
+def _pool(
+    units: Sequence[Unit], ceiling: int, cost: Callable[[Sequence[Unit]], Cost]
+) -> list[Unit] | None:
+    """The units at or below the ceiling, if few enough to try every subset."""
+    pool: list[Unit] = []
+    for unit in units:
+        if cost([unit])[0] <= ceiling:
+            pool.append(unit)
+            if len(pool) > EXACT_UNITS:
+                return None
+    return pool
+
+
+def _prune(room: DomainRoom, chosen: list[Unit]) -> list[Unit]:
+    kept = list(chosen)
+    for unit in reversed(chosen):
+        pods = list(zip(unit.pods, unit.nodes, strict=True))
+        room.give_back(pods)
+        if room.fits():
+            kept.remove(unit)
+        else:
+            room.take(pods)
+    return kept
+
+
+def _cheapest(
+    room: DomainRoom,
+    pool: list[Unit],
+    allowed: Allowed,
+    cost: Callable[[Sequence[Unit]], Cost],
+) -> tuple[Unit, ...] | None:
+    best: tuple[Unit, ...] | None = None
+    best_cost: Cost | None = None
+    for mask in range(1, 1 << len(pool)):
+        subset = tuple(u for i, u in enumerate(pool) if mask >> i & 1)
+        subset_cost = cost(subset)
+        if best_cost is not None and subset_cost >= best_cost:
+            continue
+        if not allowed(subset):
+            continue
+        room.take(_pods(subset))
+        fits = room.fits()
+        room.give_back(_pods(subset))
+        if fits:
+            best, best_cost = subset, subset_cost
+    return best
+
+
+def _pods(units: Sequence[Unit]) -> list[tuple[PodInfo, int]]:
+    return [pair for unit in units for pair in zip(unit.pods, unit.nodes, strict=True)]
+
+
+def _give_back(room: DomainRoom, units: Sequence[Unit]) -> None:
+    room.give_back(_pods(units))

@@ -1,0 +1,121 @@
+"""What may be evicted, in units that keep gangs whole.
+
+A unit is either one elastic pod above its group's minMember (evicting it leaves the
+gang intact) or every running pod of a group (a whole gang), or a lone pod of ours.
+Pods no Phalanx group owns and that we did not place (other schedulers') are never in
+a unit. Units are built and sorted once per cycle, cheapest first: lowest priority,
+then fewest GPUs, then fewest pods, then the most recently started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phalanx.core.ids import DEFAULT_QUEUE, GPU, GroupKey
+from phalanx.core.model import PodInfo
+from phalanx.core.resources import total_of
+from phalanx.core.snapshot import ClusterIndex, GroupPods, is_ours
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Unit:
+    """Pods evicted together. `whole`: a whole gang (or lone pod), not an elastic pod;
+    `nodes[i]` is the node index of `pods[i]`; `started` the latest start of its pods."""
+
+    key: str
+    group: GroupKey | None
+    queue: str
+    priority: int
+    pods: tuple[PodInfo, ...]
+    nodes: tuple[int, ...]
+    requests: dict[str, int]
+    whole: bool
+    started: float
+    gpus: int
+
+    def order(self) -> tuple[int, int, int, float, str]:
+        """Preference: lower is evicted first."""
+        return (self.priority, self.gpus, len(self.pods), -self.started, self.key)
+
+
+def build_units(index: ClusterIndex, group_priority: dict[GroupKey, int]) -> tuple[Unit, ...]:
+    """Every evictable unit of the snapshot, cheapest first. `group_priority` is each
+    group's priority as the cycle computed it (its PriorityClass, else its pods')."""
+    refused = index.eviction_refused
+    units: list[Unit] = []
+    for key, pods in index.members.items():
+        group = index.groups.get(key)
+        if group is None and not all(is_ours(p) for p in pods.running):
+            continue
+        queue = group.queue if group is not None else DEFAULT_QUEUE
+        priority = group_priority.get(key, _pods_priority(index, pods))
+        minimum = group.min_member if group is not None else 1
+        units.extend(_group_units(index, key, queue, priority, pods, minimum, refused))
+    for pod in index.loose_running:
+        if pod.key not in refused:
+            units.append(_unit(index, pod.key, None, DEFAULT_QUEUE, index.pod_priority(pod),
+                               (pod,), whole=True))  # fmt: skip
+    units = [u for u in units if u.nodes]
+    units.sort(key=Unit.order)
+    return tuple(units)
+
+
+def _pods_priority(index: ClusterIndex, pods: GroupPods) -> int:
+    return index.default_priority if pods.priority is None else pods.priority
+
+
+def _group_units(
+    index: ClusterIndex,
+    key: GroupKey,
+    queue: str,
+    priority: int,
+    pods: GroupPods,
+    min_member: int,
+    refused: frozenset[str],
+) -> list[Unit]:
+    running = [p for p in pods.running if p.node_name in index.node_position]
+    if not running:
+        return []
+    units: list[Unit] = []
+    if not refused or not any(p.key in refused for p in running):
+        exact = len(running) == len(pods.running) and not any(p.terminating for p in pods.pods)
+        requests = pods.running_requests if exact else None
+        units.append(
+            _unit(index, key, key, queue, priority, tuple(running), whole=True, requests=requests)
+        )
+    spare = len(running) - min_member
+    if spare > 0:
+        newest = sorted(running, key=lambda p: (-(p.started_at or 0.0), p.name))
+        free = [p for p in newest if not refused or p.key not in refused][:spare]
+        units.extend(_unit(index, p.key, key, queue, priority, (p,), whole=False) for p in free)
+    return units
+
+
+def _unit(
+    index: ClusterIndex,
+    key: str,
+    group: GroupKey | None,
+    queue: str,
+    priority: int,
+    pods: tuple[PodInfo, ...],
+    whole: bool,
+    requests: dict[str, int] | None = None,
+) -> Unit:
+    """`requests`: the pods' total when the caller knows it already."""
+    position = index.node_position
+    placed = tuple(p for p in pods if p.node_name in position)
+    if requests is None or len(placed) != len(pods):
+        requests = total_of(p.requests for p in placed)
+    started = [p.started_at for p in placed if p.started_at is not None]
+    return Unit(
+        key=key,
+        group=group,
+        queue=queue,
+        priority=priority,
+        pods=placed,
+        nodes=tuple(position[str(p.node_name)] for p in placed),
+        requests=requests,
+        whole=whole,
+        started=max(started) if started else 0.0,
+        gpus=requests.get(GPU, 0),
+    )

@@ -1,0 +1,86 @@
+"""Why eviction does not help a waiting gang, in words a user can act on.
+
+The search is run again with every running gang of the gang's queue allowed, whatever
+its priority: if that fits, the message says how many gangs of priority at or above
+the gang's own it would take ("would need 3 gangs of priority >= 1000"); reclaim
+names the queue that stands in the way ("queue team-b is at its guarantee").
+Where every running pod and the gang share one priority and no queue has a guarantee,
+nothing is said: priorities are not in use, and the note would only be noise.
+"""
+
+from __future__ import annotations
+
+from phalanx.core.placement import GangRequest
+from phalanx.core.preemption.find import Finder
+from phalanx.core.preemption.rules import Claim, guarantee_message
+from phalanx.core.preemption.search import cost_of
+from phalanx.core.preemption.units import Unit
+from phalanx.core.queues import QueueLedger
+from phalanx.core.routes import Route
+
+
+def why_not(
+    finder: Finder,
+    request: GangRequest,
+    route: Route,
+    claim: Claim,
+    ledger: QueueLedger,
+    taken: set[int],
+) -> str:
+    parts = [_preemption(finder, request, route, claim, taken)]
+    parts.append(_reclaim(finder, claim, ledger))
+    return "".join(f"; {part}" for part in parts if part)
+
+
+def _preemption(
+    finder: Finder, request: GangRequest, route: Route, claim: Claim, taken: set[int]
+) -> str:
+    if not claim.preempt:
+        return "preemption is off for it (preemptionPolicy Never)"
+    if all(u.priority == claim.priority for u in finder.units):
+        return ""
+    refused = finder.state.index.eviction_refused
+
+    def same_queue(unit: Unit) -> bool:
+        return unit.queue == claim.queue and unit.group != claim.group and id(unit) not in taken
+
+    found = finder.find(request, route, same_queue, lambda units: True, cost_of, phases=(True,))
+    if found is None:
+        if refused:
+            return (
+                f"preemption cannot help: {len(refused)} pods may not be evicted now "
+                f"(PodDisruptionBudget), and the rest of queue {claim.queue} is not enough"
+            )
+        return (
+            f"preemption cannot help: it would not fit with every gang of queue {claim.queue} gone"
+        )
+    higher = [u for u in found.units if u.priority >= claim.priority]
+    if not higher:
+        return "preemption cannot help now: the room it needs is held for other groups"
+    noun = "gang" if len(higher) == 1 else "gangs"
+    return (
+        f"preemption cannot help: would need {len(higher)} {noun} of priority >= {claim.priority}"
+    )
+
+
+def _reclaim(finder: Finder, claim: Claim, ledger: QueueLedger) -> str:
+    at_guarantee = guarantee_message(ledger, claim.chain)
+    if at_guarantee is not None:
+        return f"reclaim cannot help: {at_guarantee}"
+    if not claim.reclaim:
+        return ""
+    blocked = sorted(
+        {u.queue for u in finder.units if u.queue != claim.queue and _blocked(claim, u.queue)}
+    )
+    if not blocked:
+        return ""
+    return "reclaim cannot help: " + ", ".join(_blocked(claim, q) or "" for q in blocked)
+
+
+def _blocked(claim: Claim, queue: str) -> str | None:
+    if queue in claim.closed:
+        return f"queue {queue} is not reclaimable"
+    budget = claim.budgets.get(queue)
+    if budget is not None and any(amount <= 0 for amount in budget.values()):
+        return f"queue {queue} is at its guarantee"
+    return None

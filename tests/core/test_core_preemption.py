@@ -1,0 +1,275 @@
+"""Preemption within a queue, reclaim across queues, holds and starvation reservations:
+decided by `run_cycle` from a snapshot, so plan, simulator and operator agree."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core_builders import decision, group, node, pod, racks, snapshot_of, topology
+
+from phalanx.core import (
+    CycleResult,
+    NodeName,
+    Nomination,
+    PodInfo,
+    PriorityClassInfo,
+    QueueInfo,
+    SchedulerConfig,
+    Snapshot,
+    run_cycle,
+)
+from phalanx.core.model import GroupInfo, NodeInfo
+
+HIGH = PriorityClassInfo("high", 1000)
+LOW = PriorityClassInfo("low", 0)
+NEVER = PriorityClassInfo("polite", 1000, preemption_policy="Never")
+SPEC = topology("default", "block", "rack", "host")
+
+
+def running_gang(
+    name: str,
+    nodes: list[str],
+    gpus: int = 8,
+    priority: str = "low",
+    queue: str = "default",
+    min_member: int | None = None,
+    started: float = 0.0,
+    per_node: int = 1,
+) -> list[object]:
+    """A gang whose pods run `per_node` to a node on `nodes`."""
+    pods: list[object] = [
+        pod(f"{name}-{i}", gpus=gpus, group=name, node_name=n, started_at=started)
+        for i, n in enumerate(x for x in nodes for _ in range(per_node))
+    ]
+    size = len(pods)
+    pods.append(
+        group(name, size if min_member is None else min_member, priority_class_name=priority,
+              queue=queue)
+    )  # fmt: skip
+    return pods
+
+
+def waiting_gang(
+    name: str, size: int, gpus: int = 8, priority: str = "high", queue: str = "default",
+    **fields: object,
+) -> list[object]:  # fmt: skip
+    pods: list[object] = [pod(f"{name}-{i}", gpus=gpus, group=name) for i in range(size)]
+    pods.append(group(name, size, priority_class_name=priority, queue=queue, **fields))
+    return pods
+
+
+def run(*items: object, now: float = 0.0, config: SchedulerConfig | None = None,
+        refused: frozenset[str] = frozenset()) -> CycleResult:  # fmt: skip
+    flat: list[object] = [HIGH, LOW, NEVER, SPEC]
+    for item in items:
+        flat.extend(item if isinstance(item, list) else [item])
+    snapshot = snapshot_of(flat)
+    snapshot = replace(snapshot, eviction_refused=refused)
+    return run_cycle(snapshot, config, now)
+
+
+def evicted_groups(result: CycleResult) -> set[str | None]:
+    return {e.group for e in result.evictions}
+
+
+def names(nodes: list[NodeInfo]) -> list[str]:
+    return [n.name for n in nodes]
+
+
+def test_a_high_gang_evicts_exactly_the_low_gangs_it_needs_and_is_not_bound_yet() -> None:
+    nodes = racks(2, 4)  # one block, racks r0 and r1 of 4 nodes
+    r0, r1 = names(nodes[:4]), names(nodes[4:])
+    result = run(
+        nodes,
+        running_gang("a", r0[:2]),
+        running_gang("b", r0[2:]),
+        running_gang("c", r1),
+        waiting_gang("high", 4, required="rack"),
+    )
+    high = decision(result, "default/high")
+    assert not high.scheduled and high.reason == "Preempting"
+    assert evicted_groups(result) == {"default/a", "default/b"}  # rack r0: 2 gangs of 2 nodes
+    assert {e.pod for e in result.evictions} == {f"default/{g}-{i}" for g in "ab" for i in (0, 1)}
+    assert all(e.preemptor == "default/high" and e.reason == "Preempted" for e in result.evictions)
+    assert high.nomination is not None and sorted(high.nomination.nodes) == r0
+    assert not [b for b in result.bindings if b.group == "default/high"]
+
+
+def test_lowest_priority_first_then_fewest_gpus() -> None:
+    nodes = [node(f"n{i}") for i in range(3)]
+    result = run(
+        nodes,
+        PriorityClassInfo("mid", 500),
+        running_gang("mid", ["n0"], priority="mid"),
+        running_gang("big", ["n1"], gpus=8),
+        running_gang("small", ["n2"], gpus=4),
+        pod("filler", gpus=4, node_name="n2", priority=2000),
+        waiting_gang("high", 1, gpus=4),
+    )
+    assert evicted_groups(result) == {"default/small"}
+
+
+def test_elastic_pods_above_min_member_go_before_any_whole_gang() -> None:
+    nodes = [node(f"n{i}") for i in range(3)]
+    result = run(
+        nodes,
+        running_gang("elastic", ["n0", "n1"], min_member=1, priority="low"),
+        running_gang("lone", ["n2"], priority="low"),
+        waiting_gang("high", 1),
+    )
+    assert len(result.evictions) == 1
+    (eviction,) = result.evictions
+    assert eviction.group == "default/elastic"
+
+
+def test_never_evicts_when_the_gang_would_still_not_fit() -> None:
+    nodes = [node(f"n{i}") for i in range(2)]
+    result = run(
+        nodes,
+        running_gang("low", ["n0"]),
+        running_gang("peer", ["n1"], priority="high"),
+        waiting_gang("high", 2),
+    )
+    assert result.evictions == ()
+    message = decision(result, "default/high").message
+    assert "preemption cannot help: would need 1 gang of priority >= 1000" in message
+
+
+def test_equal_priority_is_never_preempted_and_other_queues_are_not_preempted() -> None:
+    nodes = [node("n0"), node("n1")]
+    result = run(
+        nodes,
+        QueueInfo("other"),
+        running_gang("peer", ["n0"], priority="high"),
+        running_gang("elsewhere", ["n1"], queue="other"),
+        waiting_gang("high", 1),
+    )
+    assert result.evictions == ()
+
+
+def test_preemption_policy_never_turns_it_off_and_says_so() -> None:
+    polite = waiting_gang("high", 1, priority="polite")
+    result = run([node("n0")], running_gang("low", ["n0"]), polite)
+    assert result.evictions == ()
+    assert "preemptionPolicy Never" in decision(result, "default/high").message
+
+
+def test_pods_of_other_schedulers_are_never_victims() -> None:
+    foreign = pod("foreign", gpus=8, node_name="n0", scheduler_name="default-scheduler",
+                  priority=0)  # fmt: skip
+    result = run([node("n0")], foreign, waiting_gang("high", 1))
+    assert result.evictions == ()
+
+
+def test_required_level_victims_are_chosen_inside_one_domain() -> None:
+    """Two 4-GPU gangs in different racks would be the cheapest anywhere, but the gang
+    must share a rack: the rack needing fewest GPUs evicted wins."""
+    nodes = racks(2, 2)
+    r0, r1 = names(nodes[:2]), names(nodes[2:])
+    result = run(
+        nodes,
+        running_gang("x", [r0[0]], gpus=4),
+        running_gang("z", [r0[1]], gpus=8),
+        running_gang("y", [r1[0]], gpus=4),
+        running_gang("w", [r1[1]], gpus=4),
+        waiting_gang("high", 2, gpus=8, required="rack"),
+    )
+    high = decision(result, "default/high")
+    assert high.reason == "Preempting", high.message
+    assert evicted_groups(result) == {"default/y", "default/w"}
+    assert high.nomination is not None and sorted(high.nomination.nodes) == r1
+
+
+def test_a_refused_eviction_makes_it_pick_other_victims() -> None:
+    nodes = [node("n0"), node("n1")]
+    first = run(nodes, running_gang("a", ["n0"]), running_gang("b", ["n1"], started=5.0),
+                waiting_gang("high", 1))  # fmt: skip
+    assert evicted_groups(first) == {"default/b"}  # most recently started
+    second = run(nodes, running_gang("a", ["n0"]), running_gang("b", ["n1"], started=5.0),
+                 waiting_gang("high", 1), refused=frozenset({"default/b-0"}))  # fmt: skip
+    assert evicted_groups(second) == {"default/a"}
+
+
+def test_reclaim_takes_from_a_queue_above_its_guarantee_only() -> None:
+    gpus = {"nvidia.com/gpu": 16000}
+    nodes = [node(f"n{i}") for i in range(4)]
+    queues = [QueueInfo("team-a", guarantee=gpus), QueueInfo("team-b", guarantee=gpus)]
+    result = run(
+        nodes,
+        queues,
+        running_gang("b1", ["n0", "n1"], queue="team-b", priority="high"),
+        running_gang("b2", ["n2", "n3"], queue="team-b", priority="high"),
+        waiting_gang("a", 2, queue="team-a", priority="low"),
+    )
+    assert len(evicted_groups(result)) == 1
+    assert {e.reason for e in result.evictions} == {"Reclaimed"}
+    # team-b at its guarantee: nothing more to take, and the message says so
+    at = run(
+        nodes[:2],
+        queues,
+        running_gang("b1", ["n0", "n1"], queue="team-b", priority="high"),
+        waiting_gang("a", 2, queue="team-a", priority="low"),
+    )
+    assert at.evictions == ()
+    assert "queue team-b is at its guarantee" in decision(at, "default/a").message
+
+
+def held_group(name: str, nodes: list[str], since: float, expires: float) -> GroupInfo:
+    held = Nomination(tuple(NodeName(n) for n in nodes), "Preempting", since, expires)
+    return group(name, 1, priority_class_name="high", nomination=held)
+
+
+def test_held_room_is_kept_from_lower_or_equal_priority_groups_until_it_expires() -> None:
+    holder = held_group("holder", ["n0"], since=0.0, expires=100.0)
+    victim = pod("victim", gpus=8, node_name="n0", terminating=True)
+    other = [pod("other-0", gpus=4, group="other"), group("other", 1, priority_class_name="high")]
+    waiting = [pod("holder-0", gpus=8, group="holder"), holder]
+    result = run([node("n0"), node("n1", gpus=4)], victim, waiting, other, now=50.0)
+    assert decision(result, "default/other").scheduled  # n1 is free
+    held = decision(result, "default/holder")
+    assert held.nomination == holder.nomination
+    assert held.reason == "Preempting" and "terminating" in held.message
+    # the victim is gone: the holder is bound, nobody else took n0
+    result = run([node("n0"), node("n1", gpus=4)], waiting, other, now=60.0)
+    assert [b.node for b in result.bindings if b.group == "default/holder"] == ["n0"]
+    assert decision(result, "default/holder").nomination is None
+
+
+def test_nothing_of_lower_priority_lands_on_held_nodes_until_the_hold_expires() -> None:
+    holder = held_group("holder", ["n0"], since=0.0, expires=100.0)
+    victim = pod("victim", gpus=8, node_name="n0", terminating=True)  # stuck terminating
+    low = [pod("low-0", gpus=0, group="low"), group("low", 1, priority_class_name="low")]
+    waiting = [pod("holder-0", gpus=8, group="holder"), holder]
+    result = run([node("n0")], victim, waiting, low, now=10.0)
+    assert not decision(result, "default/low").scheduled
+    assert "held for another group" in decision(result, "default/low").message
+    assert decision(result, "default/holder").nomination == holder.nomination
+    expired = run([node("n0")], victim, waiting, low, now=200.0)
+    assert decision(expired, "default/low").scheduled
+    assert decision(expired, "default/holder").nomination is None
+    assert "released" in decision(expired, "default/holder").message
+
+
+def test_a_starving_gang_gets_a_reservation_that_small_groups_must_avoid() -> None:
+    nodes = [node("n0"), node("n1")]
+    busy = [pod("busy-0", gpus=4, node_name="n0"), pod("busy-1", gpus=1, node_name="n1")]
+    big = waiting_gang("big", 1, priority="low", creation=0.0)
+    small = [pod("small-0", gpus=4, group="small"), group("small", 1, creation=1000.0)]
+    result = run(nodes, busy, big, small, now=400.0)
+    held = decision(result, "default/big").nomination
+    assert held is not None and held.reason == "Reserved" and held.nodes == ("n1",)
+    assert result.evictions == ()
+    assert [b.node for b in result.bindings if b.group == "default/small"] == ["n0"]
+    early = run(nodes, busy, big, small, now=100.0)
+    assert decision(early, "default/big").nomination is None
+
+
+def test_preemption_off_in_config() -> None:
+    result = run([node("n0")], running_gang("low", ["n0"]), waiting_gang("high", 1),
+                 config=SchedulerConfig(preemption=False))  # fmt: skip
+    assert result.evictions == ()
+
+
+def test_snapshot_type_is_usable_directly() -> None:
+    assert isinstance(snapshot_of([node("n0")]), Snapshot)
+    assert PodInfo
