@@ -23,7 +23,8 @@ def test_json_output_on_the_example(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "-f", str(EXAMPLE), "-o", "json")
     assert code == 0 and err == ""
     document = json.loads(out)
-    assert set(document) == {"bindings", "groups"}
+    assert set(document) == {"bindings", "groups", "evictions"}
+    assert document["evictions"] == []
     groups = {g["group"]: g for g in document["groups"]}
     assert set(groups) == {"ml/llm-finetune", "ml/llm-pretrain", "ml/notebook"}
     assert all(
@@ -107,3 +108,53 @@ def test_malformed_input_exits_2_with_a_clear_message(
 def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
     assert code == 2 and "nope.yaml" in err
+
+
+PREEMPTION = """
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {nvidia.com/gpu: "8", cpu: "32", pods: "10"}}
+---
+kind: PodGroup
+metadata: {name: low, namespace: ns}
+spec: {minMember: 1}
+---
+kind: Pod
+metadata: {name: low-0, namespace: ns, labels: {scheduling.phalanx.io/pod-group: low}}
+spec:
+  schedulerName: phalanx
+  nodeName: n1
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]
+status: {phase: Running, startTime: "2026-11-30T01:00:00Z"}
+---
+kind: PodGroup
+metadata: {name: high, namespace: ns}
+spec: {minMember: 1, priorityClassName: high}
+---
+kind: Pod
+metadata: {name: high-0, namespace: ns, labels: {scheduling.phalanx.io/pod-group: high}}
+spec:
+  schedulerName: phalanx
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]
+"""
+
+
+def test_evictions_are_listed_in_json_and_table(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(PREEMPTION))
+    code, out, _ = run(capsys, "-f", "-", "-o", "json")
+    assert code == 0
+    document = json.loads(out)
+    assert document["evictions"] == [
+        {"pod": "ns/low-0", "group": "ns/low", "reason": "Preempted", "preemptor": "ns/high"}
+    ]
+    assert document["bindings"] == []  # the room is still occupied by the victim
+    monkeypatch.setattr("sys.stdin", io.StringIO(PREEMPTION))
+    code, out, _ = run(capsys, "-f", "-")
+    assert code == 0
+    assert "EVICT" in out and "ns/low-0  ns/low  Preempted  ns/high" in out

@@ -89,6 +89,10 @@ def to_json(result: CycleResult) -> str:
             }
             for g in result.groups
         ],
+        "evictions": [
+            {"pod": e.pod, "group": e.group, "reason": str(e.reason), "preemptor": e.preemptor}
+            for e in result.evictions
+        ],
     }
     return json.dumps(document, indent=2)
 
@@ -101,7 +105,14 @@ def to_table(result: CycleResult) -> str:
     ]
     bindings = [("POD", "NODE", "GROUP")]
     bindings += [(b.pod, b.node, b.group) for b in result.bindings]
-    return _columns(groups) + "\n\n" + _columns(bindings)
+    text = _columns(groups) + "\n\n" + _columns(bindings)
+    if result.evictions:
+        evictions = [("EVICT", "GROUP", "REASON", "PREEMPTOR")]
+        evictions += [
+            (e.pod, e.group or "<none>", str(e.reason), e.preemptor) for e in result.evictions
+        ]
+        text += "\n\n" + _columns(evictions)
+    return text
 
 
 def _columns(rows: Sequence[tuple[str, ...]]) -> str:

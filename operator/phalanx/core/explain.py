@@ -97,8 +97,10 @@ def _no_domain(state: CycleState, request: GangRequest, shape: Shape, need: int)
     if never:
         message += f"; no {level_name} could hold it even if empty"
     if tree.missing[level]:
-        message += (f"; {tree.missing[level]} of {len(state.index.nodes)} nodes have no "
-                    f"{level_name} label and are in no {level_name}")
+        message += (
+            f"; {tree.missing[level]} of {len(state.index.nodes)} nodes have no "
+            f"{level_name} label and are in no {level_name}"
+        )
     code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
     return Problem(code, Reason.NO_DOMAIN_FITS, message)
 

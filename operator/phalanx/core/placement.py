@@ -91,8 +91,11 @@ def _candidates(
                 return []
         domains = tree.by_level[level] if level != ROOT_LEVEL else (ROOT,)
     aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand]
-    fitting = [d for d in domains if all(agg[d] >= n for agg, n in aggregates)
-               and tree.within_labelled(d, request.limit)]
+    fitting = [
+        d
+        for d in domains
+        if all(agg[d] >= n for agg, n in aggregates) and tree.within_labelled(d, request.limit)
+    ]
     room = state.domain_counts(primary, request.topology)
     if request.spread:  # least allocated first
         fitting.sort(key=lambda d: (-room[d], d))
@@ -143,8 +146,11 @@ def _place_chunk(
     """Put one sub-group inside a single one of `domains`, the tightest that takes it."""
     demand = demand_of([shape for _, shape in chunk])
     aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand]
-    fitting = [d for d in domains if all(agg[d] >= n for agg, n in aggregates)
-               and tree.within_labelled(d, request.limit)]
+    fitting = [
+        d
+        for d in domains
+        if all(agg[d] >= n for agg, n in aggregates) and tree.within_labelled(d, request.limit)
+    ]
     room = aggregates[0][0]
     for domain in sorted(fitting, key=lambda d: (room[d], d))[:MAX_ATTEMPTS_PER_LEVEL]:
         checkpoint = len(log)

@@ -70,7 +70,9 @@ def _unlabelled(index: ClusterIndex, topology: TopologySpec, level: int) -> Prob
     if not nodes or index.tree(topology.name).missing[level] < nodes:
         return None
     spec = topology.levels[level]
-    message = (f"no node has a label of level {spec.name} of NetworkTopology {topology.name} "
-               f"(nodeLabels: {', '.join(spec.node_labels)}), so no {spec.name} exists to "
-               f"place the gang within")
+    message = (
+        f"no node has a label of level {spec.name} of NetworkTopology {topology.name} "
+        f"(nodeLabels: {', '.join(spec.node_labels)}), so no {spec.name} exists to "
+        f"place the gang within"
+    )
     return Problem(StatusCode.UNRESOLVABLE, Reason.LEVEL_UNLABELLED, message)

@@ -24,7 +24,7 @@ from phalanx.core.preemption.find import Finder, Found
 from phalanx.core.preemption.holds import Hold, Holds
 from phalanx.core.preemption.rules import Claim, claim_for
 from phalanx.core.preemption.search import cost_of, work_cost
-from phalanx.core.preemption.units import Unit, build_units
+from phalanx.core.preemption.units import Unit, build_units, within_spare
 from phalanx.core.preemption.why import why_not
 from phalanx.core.queues import QueueLedger
 from phalanx.core.routes import Route
@@ -128,7 +128,11 @@ class Preemptions:
         def eligible(unit: Unit) -> bool:
             return id(unit) in ids
 
-        allowed = partial(claim.within, chains=self._queue_chains())
+        within = partial(claim.within, chains=self._queue_chains())
+
+        def allowed(units: Sequence[Unit]) -> bool:
+            return within_spare(units) and within(units)
+
         prefer = self.holds.nodes_of(failure.work.key)
         return self.finder.find(
             failure.request, failure.route, eligible, allowed, cost_of, prefer=prefer

@@ -4,9 +4,10 @@ The cost of a victim set, compared in this order: the highest priority it evicts
 GPUs, then pods, then the oldest start among its victims (later is cheaper: less work
 is lost). Going through units cheapest first until the gang fits finds the lowest
 highest-priority any fitting set can have (the units below it did not suffice). With
-few units at or below that priority, every subset is tried and the cheapest fitting
-one taken; otherwise the fitting prefix is pruned, most expensive unit first, to a set
-from which no unit can be dropped.
+few units at or below that priority (or few units at all: the limits of `allowed`,
+such as an elastic group's spare pods, can make the walk miss a fitting set), every
+subset is tried and the cheapest fitting one taken; otherwise the fitting prefix is
+pruned, most expensive unit first, to a set from which no unit can be dropped.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def choose(
     the room, or None. The room is left as it was given."""
     if room.fits():
         return ()
+    if len(units) <= EXACT_UNITS:
+        return _cheapest(room, list(units), allowed, cost)
     chosen: list[Unit] = []
     for unit in units:
         if not allowed([*chosen, unit]):

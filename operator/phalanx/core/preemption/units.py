@@ -9,7 +9,9 @@ then fewest GPUs, then fewest pods, then the most recently started.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from phalanx.core.ids import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.model import PodInfo
@@ -20,7 +22,8 @@ from phalanx.core.snapshot import ClusterIndex, GroupPods, is_ours
 @dataclass(frozen=True, slots=True, eq=False)
 class Unit:
     """Pods evicted together. `whole`: a whole gang (or lone pod), not an elastic pod;
-    `nodes[i]` is the node index of `pods[i]`; `started` the latest start of its pods."""
+    `nodes[i]` is the node index of `pods[i]`; `started` the latest start of its pods;
+    `spare`: for an elastic pod, how many pods of its group may go (above minMember)."""
 
     key: str
     group: GroupKey | None
@@ -32,6 +35,7 @@ class Unit:
     whole: bool
     started: float
     gpus: int
+    spare: int = 0
 
     def order(self) -> tuple[int, int, int, float, str]:
         """Preference: lower is evicted first."""
@@ -84,10 +88,12 @@ def _group_units(
             _unit(index, key, key, queue, priority, tuple(running), whole=True, requests=requests)
         )
     spare = len(running) - min_member
-    if spare > 0:
-        newest = sorted(running, key=lambda p: (-(p.started_at or 0.0), p.name))
-        free = [p for p in newest if not refused or p.key not in refused][:spare]
-        units.extend(_unit(index, p.key, key, queue, priority, (p,), whole=False) for p in free)
+    if spare > 0:  # any of them may go, as long as at most `spare` of the group do
+        units.extend(
+            replace(_unit(index, p.key, key, queue, priority, (p,), whole=False), spare=spare)
+            for p in running
+            if not refused or p.key not in refused
+        )
     return units
 
 
@@ -119,3 +125,12 @@ def _unit(
         started=max(started) if started else 0.0,
         gpus=requests.get(GPU, 0),
     )
+
+
+def within_spare(units: Sequence[Unit]) -> bool:
+    """No group loses more elastic pods than it has above minMember."""
+    elastic = [u for u in units if not u.whole]
+    if len(elastic) < 2:
+        return True
+    taken = Counter(u.group for u in elastic)
+    return all(taken[u.group] <= u.spare for u in elastic)
