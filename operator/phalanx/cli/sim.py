@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         f"{len(jobs)} jobs; horizon {horizon:.0f}s"
     )
     print(
-        f"{'policy':14} {'alloc':>6} {'wait p50':>9} {'JCT p50':>9} {'unstarted':>9} {'in rack':>8}"
+        f"{'policy':14} {'alloc':>6} {'wait p50':>9} {'JCT p50':>9} {'unstarted':>9} "
+        f"{'in rack':>8} {'evicted GPUs':>12} {'GPU-h lost':>10}"
     )
     for name in policies:
         summary = run_policy(cluster, jobs, name, config, queues)
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             f"{name:14} {summary['gpu_allocation']:6.1%} "
             f"{_num(summary['queueing_delay_seconds']['p50']):>9} "
             f"{_num(summary['jct_seconds']['p50']):>9} {summary['never_started']:>9} "
-            f"{'-' if rack is None else f'{rack:.0%}':>8}"
+            f"{'-' if rack is None else f'{rack:.0%}':>8} {summary['evicted_gpus']:>12} "
+            f"{summary['gpu_hours_lost']:>10.1f}"
         )
     return 0
 
