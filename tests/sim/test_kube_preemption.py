@@ -162,3 +162,20 @@ def test_a_waiting_high_priority_job_counts_its_wait_so_far() -> None:
     assert summary["high_priority_wait_seconds"]["p50"] == 900
     assert summary["biggest_gang_max_wait_seconds"] == 900
     assert summary["evicted_gpus"] == 0 and summary["gpu_hours_lost"] == 0
+
+
+@pytest.mark.parametrize("delay", [20.0, 60.0])
+def test_an_evicted_job_asks_again_after_the_restart_delay(delay: float) -> None:
+    cluster = make_cluster({"r0": ["n0", "n1"]})
+    jobs = [job("old", 0, 10_000), job("low", 10, 1000), job("high", 100, 10, priority=10)]
+    config = SimConfig(horizon=1e5, restart_delay=delay)
+    result = simulate(cluster, jobs, make_policy("kube-default", cluster), config)
+    runs = {r.name: r for r in result.runs}
+    assert runs["old"].attempt == 0 and runs["low"].attempt == 1
+    assert runs["low"].start == max(110.0, 100.0 + delay)
+    assert runs["low"].waited == runs["low"].start - 100.0
+
+
+def test_victims_cannot_come_back_at_the_instant_they_were_evicted() -> None:
+    with pytest.raises(ValueError, match="restart_delay"):
+        SimConfig(horizon=1.0, restart_delay=0.0)

@@ -6,8 +6,9 @@ multiple of `cycle_period`), the policy proposes evictions and placements, the
 engine checks and applies them; a job whose pods are all placed starts, and its
 finish is queued after its runtime stretched by the topology slowdown of its span.
 An evicted pod ends its job's attempt: every pod of the job is released at once
-(no grace period), the work done is lost, and the job waits to start over (a
-training job without checkpoints under a whole-job restart policy).
+(no grace period), the work done is lost, and the job asks to start over
+`restart_delay` seconds later (a training job without checkpoints under a
+whole-job restart policy, whose pods are terminated and created again).
 The run stops when no event is left or at the horizon.
 """
 
@@ -35,6 +36,14 @@ class SimConfig:
     window: tuple[float, float] | None = None
     """Steady-state window (e.g. from a quarter of the arrivals to the last one) over which
     utilisation is also averaged, leaving out the ramp-up and the drain."""
+    restart_delay: float = 30.0
+    """Seconds from an eviction until the victim job waits again (Kubernetes' default
+    terminationGracePeriodSeconds); it also keeps a victim from taking back, at the same
+    instant, the room it was evicted from."""
+
+    def __post_init__(self) -> None:
+        if self.restart_delay <= 0:
+            raise ValueError("restart_delay must be positive (victims come back later)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +163,12 @@ class _Run:
         kind, job = event.kind, event.job
         if kind is EventKind.ARRIVAL:
             run = self.pending[job] = self.runs[job]
-            run.waiting_since = self.clock.now
+            if run.attempt:  # an evicted job back: keep the queue in arrival order
+                self.pending = dict(
+                    sorted(self.pending.items(), key=lambda kv: (kv[1].spec.arrival, kv[0]))
+                )
+            if run.waiting_since is None:
+                run.waiting_since = self.clock.now
             self._queue_cycle()
         elif kind is EventKind.FINISH:
             current = self.running.get(job)
@@ -215,13 +229,11 @@ class _Run:
         for job, nodes in pods.items():
             self._restart(self.runs[job], len(nodes))
         if pods:
-            self.pending = dict(
-                sorted(self.pending.items(), key=lambda kv: (kv[1].spec.arrival, kv[0]))
-            )
             self._queue_cycle()
 
     def _restart(self, run: JobRun, evicted_pods: int) -> None:
-        """End the job's attempt: release all its pods, count the lost work, wait again."""
+        """End the job's attempt: release all its pods, count the lost work, and have it
+        arrive again after the restart delay (it is waiting from now on)."""
         now = self.clock.now
         if self.running.pop(run.name, None) is not None:
             assert run.start is not None
@@ -244,7 +256,7 @@ class _Run:
         run.slowdown = 1.0
         if run.waiting_since is None:
             run.waiting_since = now
-        self.pending[run.name] = run
+        self.queue.push(now + self.config.restart_delay, EventKind.ARRIVAL, run.name)
 
     def _place(self, job: str, node: int) -> None:
         run = self.pending.get(job)

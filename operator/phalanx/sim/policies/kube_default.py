@@ -100,6 +100,8 @@ class KubeDefaultPolicy:
         pods = bound_pods([*view.running, *view.pending], len(view.cluster.nodes))
         lowest = min((p.priority for on_node in pods for p in on_node), default=None)
         for run in queue_order(view.pending):
+            if any(e.job == run.name for e in evictions):
+                continue  # evicted this cycle: the job restarts, its pods are recreated later
             spec = run.spec
             shape = (spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
             preempts = spec.may_preempt and lowest is not None and spec.priority > lowest
