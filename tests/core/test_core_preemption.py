@@ -273,3 +273,51 @@ def test_preemption_off_in_config() -> None:
 def test_snapshot_type_is_usable_directly() -> None:
     assert isinstance(snapshot_of([node("n0")]), Snapshot)
     assert PodInfo
+
+
+def test_one_reservation_at_a_time() -> None:
+    nodes = [node("n0"), node("n1"), node("n2")]
+    busy = [pod(f"busy-{i}", gpus=4, node_name=f"n{i}") for i in range(3)]
+    first = waiting_gang("first", 1, priority="low", creation=0.0)
+    second = waiting_gang("second", 1, priority="low", creation=1.0)
+    result = run(nodes, busy, first, second, now=400.0)
+    assert decision(result, "default/first").nomination is not None
+    assert decision(result, "default/second").nomination is None
+
+
+def test_a_global_default_class_with_preemption_never_applies_to_groups_without_a_class() -> None:
+    polite_default = PriorityClassInfo("polite-default", 500, global_default=True,
+                                       preemption_policy="Never")  # fmt: skip
+    low = [pod("low-0", gpus=8, group="low", node_name="n0", priority=0),
+           group("low", 1, priority_class_name="low")]  # fmt: skip
+    waiting = [pod("w-0", gpus=8, group="w"), group("w", 1)]
+    result = run([node("n0")], polite_default, low, waiting)
+    assert result.evictions == ()
+    assert "preemptionPolicy Never" in decision(result, "default/w").message
+
+
+def test_after_a_restart_the_recorded_hold_is_kept_and_only_the_rest_is_evicted() -> None:
+    """Cycle 1 evicts two gangs and holds rack r0; the operator evicted one of them and
+    restarted. Cycle 2 reads the hold back: it evicts only the gang still running, keeps
+    the hold's times, and a lower-priority newcomer stays off the held nodes."""
+    nodes = racks(2, 4)
+    r0 = names(nodes[:4])
+    low_a, low_b = running_gang("a", r0[:2], gpus=4), running_gang("b", r0[2:])
+    others = [running_gang(f"c{i}", [n.name], priority="high") for i, n in enumerate(nodes[4:])]
+    first = run(nodes, low_a, low_b, *others, waiting_gang("high", 4, required="rack"), now=5.0)
+    held = decision(first, "default/high").nomination
+    assert held is not None and evicted_groups(first) == {"default/a", "default/b"}
+    going = [replace(p, terminating=True) if isinstance(p, PodInfo) else p for p in low_a]
+    high = waiting_gang("high", 4, required="rack")
+    high[-1] = replace(high[-1], nomination=held)  # type: ignore[type-var]
+    newcomer = [pod("small-0", gpus=1, group="small"), group("small", 1, priority_class_name="low")]
+    second = run(nodes, going, low_b, *others, high, newcomer, now=20.0)
+    assert evicted_groups(second) == {"default/b"}
+    assert decision(second, "default/high").nomination == held
+    assert not decision(second, "default/small").scheduled  # r0's free GPUs are held
+    unheld = [replace(high[-1], nomination=None), *high[:-1]]
+    lower = run(nodes, going, low_b, *others, unheld, newcomer,
+                config=SchedulerConfig(preemption=False))  # fmt: skip
+    assert decision(lower, "default/small").scheduled  # without the hold it would fit there
+    gone = run(nodes, *others, high, newcomer, now=40.0)
+    assert sorted(b.node for b in gone.bindings if b.group == "default/high") == r0

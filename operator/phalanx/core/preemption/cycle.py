@@ -5,7 +5,8 @@ opens the holds this group may use; when a gang cannot be placed, `Preemptions.f
 looks for victims (whole gangs, elastic pods first) whose eviction makes it fit, holds
 the room it would use, and records the evictions. The gang itself is not bound in that
 cycle: its room is still occupied until the victims are gone. A gang that waited past
-`starvation_seconds` gets a reservation where the least running work stands in its way.
+`starvation_seconds` gets a reservation where the least running work stands in its way
+(one such reservation at a time).
 """
 
 from __future__ import annotations
@@ -218,7 +219,7 @@ class Preemptions:
             self.holds.drop(work.key)
             del self.nominations[work.key]
         waited = self.now - work.creation
-        if waited < self.config.starvation_seconds:
+        if waited < self.config.starvation_seconds or self._reserving():
             return problem
         taken = self._taken
         found = self.finder.find(
@@ -233,6 +234,12 @@ class Preemptions:
             return problem
         nomination = self._hold(work, found.nodes, RESERVED)
         return Problem(problem.code, problem.reason, problem.message + _reserved_note(nomination))
+
+    def _reserving(self) -> bool:
+        """One reservation at a time: the first starving gang (highest priority, then
+        oldest) holds room; reserving for every starving gang could hold the whole
+        cluster while each waits for the others' room."""
+        return any(held.reason == RESERVED for held in self.nominations.values())
 
     def _why_not(self, failure: Failure, claim: Claim, ledger: QueueLedger) -> str:
         request = failure.request

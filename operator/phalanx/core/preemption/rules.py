@@ -75,7 +75,8 @@ def claim_for(
 ) -> Claim:
     """The claim of a gang just admitted (its need is already in the ledger)."""
     chain = ledger.chain(queue)
-    policy = index.preemption_policies.get(priority_class or "", "")
+    policies = index.preemption_policies
+    policy = policies.get(priority_class, "") if priority_class else index.default_policy
     reclaim = _below_guarantee(ledger, chain)
     budgets: dict[str, dict[str, int]] = {}
     closed: set[str] = set()
