@@ -23,6 +23,7 @@ from typing import Any
 
 from phalanx.cluster import LocalCluster, load_description
 from phalanx.cluster.description import repository_root
+from phalanx.core.names import group_name
 
 NAMESPACE = "demo"
 EXPECT = "demo.phalanx.io/expect"
@@ -47,11 +48,9 @@ def expectation_met(groups: list[dict[str, Any]], pods: list[dict[str, Any]]) ->
     for pod in pods:
         meta = pod["metadata"]
         labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
-        group = (labels.get("scheduling.phalanx.io/pod-group")
-                 or notes.get("scheduling.k8s.io/group-name")
-                 or labels.get("scheduling.x-k8s.io/pod-group"))
-        if group and pod["spec"].get("nodeName") and pod["status"].get("phase") == "Running":
-            bound[group] = bound.get(group, 0) + 1
+        named = group_name(labels, notes)
+        if named and pod["spec"].get("nodeName") and pod["status"].get("phase") == "Running":
+            bound[named] = bound.get(named, 0) + 1
     missing = []
     for group in groups:
         name = group["metadata"]["name"]

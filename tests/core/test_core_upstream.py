@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from phalanx.core import InvalidObject, run_cycle, snapshot_from_objects
-from phalanx.core.ids import UPSTREAM_API_GROUP
+from phalanx.core.names import UPSTREAM_API_GROUP
 from phalanx.core.parse import parse_pod_group
 from phalanx.core.result import CycleResult
 

@@ -13,7 +13,7 @@ from kubernetes_asyncio import client as k8s
 from phalanx.cluster import LocalCluster
 from phalanx.config import LeaderElection
 from phalanx.leader import LeaderElector
-from phalanx.operator.client import KubeApi
+from phalanx.operator.kube.client import KubeApi
 
 pytestmark = pytest.mark.e2e
 

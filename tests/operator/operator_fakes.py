@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from phalanx.operator.client import JSON, Reply
+from phalanx.operator.kube.client import JSON, Reply
 
 
 class FakeApi:

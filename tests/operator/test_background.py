@@ -8,9 +8,10 @@ from typing import Any
 from operator_fakes import FakeApi, podgroup
 from test_scheduler import cluster, gpu_pod
 
+from manual_clock import turns
 from phalanx.operator.background import BackgroundWrites
 from phalanx.operator.cache import ClusterCache
-from phalanx.operator.client import JSON, Reply
+from phalanx.operator.kube.client import JSON, Reply
 from phalanx.operator.scheduler import Scheduler
 from phalanx.operator.settings import OperatorConfig
 
@@ -44,16 +45,16 @@ async def test_a_cycle_returns_while_its_bindings_are_in_flight_and_the_next_doe
     assert await scheduler.settle(timeout=5)
     bound = sorted(b["metadata"]["name"] for _, p, b in api.calls if p.endswith("/binding"))
     assert bound == ["a", "b"]
-    assert scheduler.counters.bound == 2
+    assert scheduler.writes.counts.bound == 2
 
 
 async def test_writes_still_held_at_shutdown_are_cancelled_after_the_grace():
     objects = cluster(podgroup(min_member=1), gpu_pod("a"))
     scheduler = Scheduler(ClusterCache.from_objects(objects), HeldApi(), OperatorConfig())
     await scheduler.cycle()
-    assert len(scheduler.background) > 0
+    assert len(scheduler.writes) > 0
     await asyncio.wait_for(scheduler.close(timeout=0.05), timeout=5)
-    assert len(scheduler.background) == 0
+    assert len(scheduler.writes) == 0
 
 
 async def test_status_writes_of_one_object_run_one_at_a_time_and_the_newest_wins():
@@ -118,10 +119,10 @@ async def test_the_next_cycle_waits_for_room_while_many_bindings_are_queued():
     scheduler = Scheduler(ClusterCache.from_objects(objects), api,
                           OperatorConfig(bind_concurrency=1))  # low water: 2 pods
     await scheduler.cycle()
-    room = asyncio.create_task(scheduler.writer.room())
-    await asyncio.sleep(0.05)
-    assert not room.done() and scheduler.writer.in_flight == 4
+    room = asyncio.create_task(scheduler.writes.binder.room())
+    await turns()
+    assert not room.done() and scheduler.writes.binder.in_flight == 4
     api.release.set()
     await asyncio.wait_for(room, timeout=5)
     assert await scheduler.settle(timeout=5)
-    assert scheduler.writer.in_flight == 0
+    assert scheduler.writes.binder.in_flight == 0

@@ -7,8 +7,9 @@ import asyncio
 
 from operator_fakes import FakeApi, pod
 
+from manual_clock import turns
 from phalanx.operator.assumed import AssumedPods
-from phalanx.operator.binder import Writer
+from phalanx.operator.binder import GangBinder
 
 
 def gang(n: int) -> tuple[dict[str, str], dict[str, dict]]:
@@ -21,10 +22,11 @@ async def test_no_pod_is_bound_before_the_plan_is_recorded_and_all_are_after():
     api, assumed = FakeApi(), AssumedPods(60)
     assignments, pods = gang(8)
     recorded: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    writer = Writer(api, assumed, 4)
+    writer = GangBinder(api, assumed, 4)
     task = asyncio.create_task(writer.place_gang("ns/g", assignments, pods, recorded=recorded))
-    await asyncio.sleep(0.05)
-    assert api.calls == [] and all(assumed.node_of(k) == v for k, v in assignments.items())
+    await turns()
+    assert api.in_flight == 0 and api.calls == []
+    assert all(assumed.node_of(k) == v for k, v in assignments.items())
     recorded.set_result(True)
     outcome = await task
     assert len(outcome.placed) == 8 and not outcome.failed
@@ -38,7 +40,7 @@ async def test_no_pod_is_bound_before_the_plan_is_recorded_and_all_are_after():
 async def test_requests_in_flight_are_bounded():
     api = FakeApi()
     assignments, pods = gang(64)
-    await Writer(api, AssumedPods(60), 8).place_gang("ns/g", assignments, pods)
+    await GangBinder(api, AssumedPods(60), 8).place_gang("ns/g", assignments, pods)
     assert api.max_in_flight <= 8
     assert len(api.paths("POST")) == 64
 
@@ -48,7 +50,7 @@ async def test_nothing_is_bound_when_the_plan_could_not_be_recorded():
     assignments, pods = gang(4)
     recorded: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     recorded.set_result(False)  # the status write failed: the group is gone
-    writer = Writer(api, assumed, 4)
+    writer = GangBinder(api, assumed, 4)
     outcome = await writer.place_gang("ns/g", assignments, pods, recorded=recorded)
     assert outcome.skipped and not outcome.placed
     assert api.calls == [] and len(assumed) == 0 and writer.in_flight == 0
@@ -58,7 +60,7 @@ async def test_failed_bindings_are_not_assumed_and_reported():
     api, assumed = FakeApi(), AssumedPods(60)
     api.fail(lambda m, p: p.endswith("/pods/p1/binding"), 409)
     assignments, pods = gang(4)
-    outcome = await Writer(api, assumed, 4).place_gang("ns/g", assignments, pods)
+    outcome = await GangBinder(api, assumed, 4).place_gang("ns/g", assignments, pods)
     assert set(outcome.failed) == {"ns/p1"} and outcome.partial
     assert "ns/p1" not in assumed and "ns/p0" in assumed
 
@@ -66,7 +68,7 @@ async def test_failed_bindings_are_not_assumed_and_reported():
 async def test_gated_pods_are_pinned_and_ungated_instead_of_bound():
     api = FakeApi()
     pods = {"ns/a": pod("a", gated=True, scheduler="default-scheduler")}
-    await Writer(api, AssumedPods(60), 4).place_gang("ns/g", {"ns/a": "n9"}, pods)
+    await GangBinder(api, AssumedPods(60), 4).place_gang("ns/g", {"ns/a": "n9"}, pods)
     patches = [(p, b) for m, p, b in api.calls if m == "PATCH" and p.endswith("/pods/a")]
     assert len(patches) == 1 and api.paths("POST") == []
     assert patches[0][1]["spec"]["schedulingGates"] is None

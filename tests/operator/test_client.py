@@ -15,8 +15,8 @@ from prometheus_client import CollectorRegistry
 
 from phalanx.observe import Metrics
 from phalanx.operator.assumed import AssumedPods
-from phalanx.operator.binder import Writer
-from phalanx.operator.client import KubeApi
+from phalanx.operator.binder import GangBinder
+from phalanx.operator.kube.client import KubeApi
 
 
 class Response:
@@ -60,7 +60,7 @@ async def test_a_binding_that_times_out_fails_only_its_pod() -> None:
     api = KubeApi(client)  # type: ignore[arg-type]
     assignments = {f"ns/p{i}": f"n{i}" for i in range(4)}
     pods = {key: pod(key.split("/")[1]) for key in assignments}
-    outcome = await Writer(api, AssumedPods(60), 4).place_gang("ns/g", assignments, pods)
+    outcome = await GangBinder(api, AssumedPods(60), 4).place_gang("ns/g", assignments, pods)
     assert set(outcome.failed) == {"ns/p1"} and len(outcome.placed) == 3
     assert outcome.failed["ns/p1"].startswith("0 ")
     assert len(client.paths) == 4  # the others were bound regardless

@@ -241,11 +241,11 @@ async def test_an_idle_cluster_causes_no_status_writes(
     before = phalanx.loop.cycles
     await eventually(lambda: _cycles_since(phalanx, before, 2))
     versions = await _versions(cluster, namespace)
-    writes = phalanx.scheduler.counters.status_writes
+    writes = phalanx.scheduler.writes.counts.status_writes
     before = phalanx.loop.cycles
     await eventually(lambda: _cycles_since(phalanx, before, 4))
     assert await _versions(cluster, namespace) == versions
-    assert phalanx.scheduler.counters.status_writes == writes
+    assert phalanx.scheduler.writes.counts.status_writes == writes
 
 
 async def test_a_burst_of_pod_events_causes_few_cycles(

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 
 from phalanx.operator.cache import ClusterCache, Kind
-from phalanx.operator.raw_watch import RawWatch
+from phalanx.operator.kube.raw_watch import RawWatch
 
 
 def pod(name: str, version: str, node: str = "") -> dict[str, Any]:
@@ -180,7 +180,7 @@ async def test_a_watch_that_goes_silent_is_given_up_after_the_read_timeout():
     from aiohttp import web
     from kubernetes_asyncio import client as k8s
 
-    from phalanx.operator.raw_watch import ApiListWatch
+    from phalanx.operator.kube.raw_watch import ApiListWatch
 
     done = asyncio.Event()
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 
+from phalanx.core.config import SchedulerConfig
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
 from phalanx.operator.settings import OperatorConfig
@@ -126,15 +127,15 @@ async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
     group["spec"]["topology"] = {"required": "host"}  # three 8-GPU pods never fit one host
     api = FakeApi()
     clock = [100.0]
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api,
-                          OperatorConfig(backoff_initial_seconds=10), clock=lambda: clock[0])
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+                          SchedulerConfig(backoff_initial_seconds=10), clock=lambda: clock[0])
     await settled_cycle(scheduler)
     status = next(b["status"] for m, p, b in api.calls if p.endswith("podgroups/g/status"))
     unschedulable = next(c for c in status["conditions"] if c["type"] == "Unschedulable")
     assert unschedulable["reason"] == "Timeout"
     events = [b["reason"] for m, p, b in api.calls if p.endswith("/events")]
     assert events.count("Timeout") == 1
-    assert "ns/g" in scheduler.backoff
+    assert "ns/g" in scheduler.backoffs
     echo_writes(api, objects)
     api.calls.clear()
     clock[0] = 105.0  # inside the backoff: the group is not tried, nothing is written
@@ -143,7 +144,7 @@ async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
     for later in (111.0, 132.0, 173.0):  # each backoff step retries: still one Timeout Event
         clock[0] = later
         await settled_cycle(scheduler)
-    assert scheduler.backoff["ns/g"].delay > 10
+    assert scheduler.backoffs["ns/g"].delay > 10
     assert [b["reason"] for m, p, b in api.calls if p.endswith("/events")].count("Timeout") == 0
 
 

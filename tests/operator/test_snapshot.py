@@ -6,8 +6,8 @@ from operator_fakes import pod, podgroup
 
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import ClusterCache, Kind
+from phalanx.operator.cache_snapshot import snapshot_objects
 from phalanx.operator.settings import Mode
-from phalanx.operator.snapshot import snapshot_objects
 
 
 def pods_seen(objects):

@@ -6,7 +6,7 @@ from typing import Any
 
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.operator.assumed import assumed_on
-from phalanx.operator.snapshot import ParseMemo
+from phalanx.operator.cache_snapshot import ParseMemo
 
 
 def pod(name: str, version: str, gpus: str = "8", node: str | None = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from test_scheduler import echo_writes, pods_start_running
 from phalanx.observe import Metrics
 from phalanx.observe.logging import configure_logging
 from phalanx.operator.cache import ClusterCache
-from phalanx.operator.client import KubeApi
+from phalanx.operator.kube.client import KubeApi
 from phalanx.operator.scheduler import Scheduler, failure_label
 from phalanx.operator.settings import OperatorConfig
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from phalanx.core.eviction import Eviction, EvictionReason
-from phalanx.core.ids import GPU, GroupKey, PodKey
 from phalanx.core.model import PREEMPT_NEVER
+from phalanx.core.names import GPU, GroupKey, PodKey
 from phalanx.core.nomination import PREEMPTING, Nomination
 from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.status import Reason, StatusCode

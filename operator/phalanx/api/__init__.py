@@ -4,7 +4,7 @@ They mirror crds/*.yaml field for field (tests/foundation/test_api_models.py che
 including the CEL rules, so a manifest that validates here is accepted by the API server.
 """
 
-from phalanx.api.meta import API_GROUP, API_VERSION, Condition, ObjectMeta
+from phalanx.api.meta import API_VERSION, Condition, ObjectMeta
 from phalanx.api.networktopology import (
     NetworkTopology,
     NetworkTopologySpec,
@@ -24,6 +24,7 @@ from phalanx.api.podgroup import (
 )
 from phalanx.api.quantity import Quantity, parse_quantity
 from phalanx.api.queue import Queue, QueueSpec, QueueStatus
+from phalanx.core.names import API_GROUP
 
 __all__ = [
     "API_GROUP",

@@ -8,8 +8,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-API_GROUP = "scheduling.phalanx.io"
-API_VERSION: Final = "scheduling.phalanx.io/v1alpha1"
+from phalanx.core.names import GROUP_VERSION
+
+API_VERSION: Final = GROUP_VERSION
 
 
 class SpecModel(BaseModel):

@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from phalanx.api.meta import API_VERSION, Resource, SpecModel, StatusModel
-from phalanx.api.names import HOSTNAME_LABEL, LABEL_KEY_PATTERN, LEVEL_NAME_PATTERN
+from phalanx.api.names import LABEL_KEY_PATTERN, LEVEL_NAME_PATTERN
+from phalanx.core.names import HOSTNAME_LABEL
 
 LabelKey = Annotated[str, Field(min_length=1, max_length=317, pattern=LABEL_KEY_PATTERN)]
 

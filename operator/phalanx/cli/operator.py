@@ -188,7 +188,7 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
     from kubernetes_asyncio.config import ConfigException
 
     from phalanx.leader import LeaderElector, run_replica
-    from phalanx.operator.client import KubeApi, load_configuration
+    from phalanx.operator.kube.client import KubeApi, load_configuration
     from phalanx.operator.main import Operator
     from phalanx.operator.settings import OperatorConfig
 

@@ -37,8 +37,9 @@ import yaml
 
 from phalanx.cluster import labels
 from phalanx.cluster.lingjun import read_lingjun_hosts
+from phalanx.core.names import GROUP_VERSION
 
-API_VERSION = "scheduling.phalanx.io/v1alpha1"
+API_VERSION = GROUP_VERSION
 SOURCES = ("lingjun",)
 
 

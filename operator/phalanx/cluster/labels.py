@@ -6,8 +6,10 @@ GPU Feature Discovery sets the `nvidia.com/gpu.*` labels, NVIDIA topograph the
 
 from __future__ import annotations
 
-HOSTNAME = "kubernetes.io/hostname"
-GPU_RESOURCE = "nvidia.com/gpu"
+from phalanx.core.names import GPU, HOSTNAME_LABEL
+
+HOSTNAME = HOSTNAME_LABEL
+GPU_RESOURCE = GPU
 GPU_COUNT = "nvidia.com/gpu.count"
 GPU_PRODUCT = "nvidia.com/gpu.product"
 GPU_MEMORY = "nvidia.com/gpu.memory"

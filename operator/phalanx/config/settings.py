@@ -147,6 +147,8 @@ class Settings(BaseSettings):
             topology_aware=self.scoring.topology_aware,
             node_order=self.scoring.node_order,
             default_topology=self.default_topology,
+            backoff_initial_seconds=self.backoff_initial_seconds,
+            backoff_max_seconds=self.backoff_max_seconds,
         )
 
     def operator_config_values(self) -> dict[str, Any]:
@@ -161,8 +163,6 @@ class Settings(BaseSettings):
             "bind_concurrency": self.binding_concurrency,
             "assume_seconds": self.assume_seconds,
             "partial_grace_seconds": self.partial_grace_seconds,
-            "backoff_initial_seconds": self.backoff_initial_seconds,
-            "backoff_max_seconds": self.backoff_max_seconds,
             "create_default_queue": self.create_default_queue,
         }
 

@@ -8,7 +8,6 @@ from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
 from phalanx.core.errors import InvalidObject
 from phalanx.core.eviction import Eviction, EvictionReason
-from phalanx.core.ids import GroupKey, NodeName, PodKey
 from phalanx.core.model import (
     GroupInfo,
     GroupTopology,
@@ -25,6 +24,7 @@ from phalanx.core.model import (
     TopologyLevel,
     TopologySpec,
 )
+from phalanx.core.names import GroupKey, NodeName, PodKey
 from phalanx.core.nomination import Nomination
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.quantity import parse_quantity

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from phalanx.core.ids import DEFAULT_QUEUE, GroupKey
 from phalanx.core.members import GroupWork, Problem
+from phalanx.core.names import DEFAULT_QUEUE, GroupKey
 from phalanx.core.queues import QueueLedger
 from phalanx.core.resources import Resources, maximum, subtract
 from phalanx.core.snapshot import ClusterIndex

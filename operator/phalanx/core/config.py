@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from phalanx.core.ids import DEFAULT_TOPOLOGY
+from phalanx.core.names import DEFAULT_TOPOLOGY
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +18,9 @@ class SchedulerConfig:
     queue, and a queue below its guarantee reclaim from queues above theirs;
     `nomination_timeout_seconds` is how long room freed for a preemptor stays held;
     `starvation_seconds` is how long a gang may wait while groups of equal or lower
-    priority are placed before room is reserved for it."""
+    priority are placed before room is reserved for it. A group past its
+    scheduleTimeoutSeconds is retried after `backoff_initial_seconds`, doubling up to
+    `backoff_max_seconds` (see backoff.py)."""
 
     topology_aware: bool = True
     node_order: Literal["binpack", "spread"] = "binpack"
@@ -27,3 +29,5 @@ class SchedulerConfig:
     preemption: bool = True
     nomination_timeout_seconds: float = 300.0
     starvation_seconds: float = 300.0
+    backoff_initial_seconds: float = 5.0
+    backoff_max_seconds: float = 300.0

@@ -5,19 +5,20 @@ Pure: the same snapshot and config always give the same result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from phalanx.core.admission import admit, seed_ledger
+from phalanx.core.backoff import is_held, next_backoff
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.explain import explain
-from phalanx.core.ids import NodeName
 from phalanx.core.members import GroupWork, Problem, build_works
 from phalanx.core.model import PodInfo
+from phalanx.core.names import GroupKey, NodeName
 from phalanx.core.nomination import Nomination
 from phalanx.core.placement import GangPlacement, GangRequest, place_gang
 from phalanx.core.preemption.cycle import Failure, Preemptions
 from phalanx.core.queues import QueueLedger
-from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
+from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement
 from phalanx.core.routes import Route, route_of
 from phalanx.core.shapes import Shape, demand_of
 from phalanx.core.snapshot import Snapshot
@@ -45,6 +46,12 @@ def run_cycle(
     index = snapshot.index
     state = CycleState(index)
     works = build_works(index)
+    backing_off = {
+        work.key
+        for work in works
+        if work.problem is None and is_held(snapshot.backoffs.get(work.key), now)
+    }
+    works = [_hold(work, snapshot, now) if work.key in backing_off else work for work in works]
     ledger = seed_ledger(index, works)
     outcomes = {work.key: _Outcome() for work in works}
     preemptions = Preemptions(state, works, config, now)
@@ -78,12 +85,52 @@ def run_cycle(
     for work in admission.admitted:
         for pod, node in outcomes[work.key].bound:
             bindings.append(Binding(pod.key, NodeName(index.nodes[node].name), work.key))
-    held = preemptions.nominations
+    nominations = preemptions.nominations
     decisions = tuple(
-        _decide(state, work, outcomes[work.key], config, held.get(work.key)) for work in works
+        _timed(
+            _decide(state, work, outcomes[work.key], config, nominations.get(work.key)),
+            work, backing_off, snapshot, now, config,
+        )
+        for work in works
     )
     evictions = tuple(preemptions.evictions)
     return CycleResult(tuple(bindings), decisions, tuple(index.invalid), now, evictions)
+
+
+def _hold(work: GroupWork, snapshot: Snapshot, now: float) -> GroupWork:
+    """A group waiting out its timeout backoff is not tried this cycle (its pods on
+    nodes still count against its queue)."""
+    until = snapshot.backoffs[work.key].until
+    message = f"not placed within scheduleTimeoutSeconds; next try in {until - now:.0f}s"
+    return replace(
+        work, mandatory=0, problem=Problem(StatusCode.UNSCHEDULABLE, Reason.TIMEOUT, message)
+    )
+
+
+def _timed(
+    decision: GroupDecision,
+    work: GroupWork,
+    backing_off: set[GroupKey],
+    snapshot: Snapshot,
+    now: float,
+    config: SchedulerConfig,
+) -> GroupDecision:
+    """The decision with the group's timeout backoff: kept while held, renewed (doubled)
+    when a try ran past the timeout again, dropped once scheduled."""
+    previous = snapshot.backoffs.get(work.key)
+    if work.key in backing_off:
+        return replace(decision, backoff=previous, held=True)
+    backoff = next_backoff(work.group, decision.scheduled, previous, now, config)
+    if backoff is None:
+        return decision
+    message = f"not placed within scheduleTimeoutSeconds: {decision.message}"
+    return replace(
+        decision,
+        code=StatusCode.UNSCHEDULABLE,
+        reason=Reason.TIMEOUT,
+        message=message[: config.max_message_length],
+        backoff=backoff,
+    )
 
 
 def _request(
@@ -197,8 +244,6 @@ def _decide(
     else:
         code, reason = StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE
         message = f"{placed} of {work.min_member} pods on nodes"
-    counts = work.counts
-    new = len(outcome.bound)
     return GroupDecision(
         group=work.key,
         admitted=outcome.admitted or len(work.running) >= work.min_member,
@@ -211,12 +256,16 @@ def _decide(
         queue=work.queue,
         min_member=work.min_member,
         priority=work.priority,
-        counts=PodCounts(
-            counts.pending - new, counts.running + new, counts.succeeded, counts.failed
-        ),
+        counts=work.counts,
+        on_nodes=_on_nodes(work) + len(outcome.bound),
         implicit=work.group is None and work.problem is None,
         nomination=None if scheduled else nomination,
     )
+
+
+def _on_nodes(work: GroupWork) -> int:
+    pods = work.pods.pods if work.pods is not None else work.running
+    return sum(1 for pod in pods if pod.node_name)
 
 
 def _scheduled_message(state: CycleState, work: GroupWork, outcome: _Outcome, placed: int) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from phalanx.core.ids import GPU
 from phalanx.core.members import Problem
+from phalanx.core.names import GPU
 from phalanx.core.placement import GangRequest
 from phalanx.core.resources import format_amount, format_resources
 from phalanx.core.shapes import Shape, fit_count

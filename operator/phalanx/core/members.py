@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from phalanx.core.ids import DEFAULT_QUEUE, GroupKey
 from phalanx.core.model import GroupInfo, PodInfo
+from phalanx.core.names import DEFAULT_QUEUE, GroupKey
 from phalanx.core.resources import Resources
 from phalanx.core.result import PodCounts
 from phalanx.core.shapes import Shape, demand_of, shapes_of
@@ -17,7 +17,7 @@ from phalanx.core.status import Problem, Reason, StatusCode
 _DIGITS = re.compile(r"(\d+)")
 __all__ = ["GroupWork", "Problem", "build_works", "natural_key"]
 
-_NO_PODS = GroupPods((), (), (), 0, 0, 0, False, None, None, {})
+_NO_PODS = GroupPods((), (), (), PodCounts(), False, None, None, {})
 
 
 @dataclass(slots=True)
@@ -82,12 +82,7 @@ def build_works(index: ClusterIndex) -> list[GroupWork]:
 def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
     pods = index.members.get(key, _NO_PODS)
     group = index.groups.get(key)
-    counts = PodCounts(
-        pending=pods.pending,
-        running=len(pods.running),
-        succeeded=pods.succeeded,
-        failed=pods.failed,
-    )
+    counts = pods.counts
     namespace = key.split("/", 1)[0]
     priority = _priority(index, group, pods)
     if group is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from phalanx.core.ids import (
+from phalanx.core.names import (
     API_GROUP,
     DEFAULT_QUEUE,
     DEFAULT_TOPOLOGY,

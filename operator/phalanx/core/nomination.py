@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.ids import NodeName
+from phalanx.core.names import NodeName
 
 PREEMPTING = "Preempting"
 RESERVED = "Reserved"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from phalanx.core.ids import CPU, GPU, MEMORY
+from phalanx.core.names import CPU, GPU, MEMORY
 
 Resources = Mapping[str, int]
 EMPTY: Resources = {}

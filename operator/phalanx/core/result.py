@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from phalanx.core.backoff import Backoff
 from phalanx.core.errors import InvalidObject
 from phalanx.core.eviction import Eviction
-from phalanx.core.ids import GroupKey, NodeName, PodKey
+from phalanx.core.names import GroupKey, NodeName, PodKey
 from phalanx.core.nomination import Nomination
 from phalanx.core.status import Reason, StatusCode
 
@@ -39,7 +40,8 @@ class Placement:
 
 @dataclass(frozen=True, slots=True)
 class PodCounts:
-    """Pods of a group after this cycle, as PodGroup status reports them."""
+    """A group's pods by phase, as the PodGroup's status reports them: a pod bound but
+    not started (its phase still Pending, or Unknown) counts as pending."""
 
     pending: int = 0
     running: int = 0
@@ -51,11 +53,19 @@ class PodCounts:
 class GroupDecision:
     """The outcome for one group.
 
-    `placed` counts the group's pods on nodes after this cycle (running ones included);
+    `placed` counts the group's unfinished pods on nodes after this cycle (running ones
+    included); `on_nodes` counts finished ones too (a gang whose pods ran and finished
+    was scheduled: the PodGroup's Scheduled condition counts these);
     `scheduled` is `placed >= min_member`; `admitted` says the group passed queue
     admission this cycle (or already runs its minimum). `placement` is set only when
-    this cycle bound pods of the group. `nomination` is the room held for the group
-    after this cycle (preemption or starvation reservation), None when it holds none.
+    this cycle bound pods of the group. `counts` are the group's pods by phase.
+    `nomination` is the room held for the group after this cycle (preemption or
+    starvation reservation), None when it holds none.
+
+    `backoff` is set once the group ran past its scheduleTimeoutSeconds unscheduled (the
+    shell hands it back in the next snapshot); `held` says the group waited out that
+    backoff this cycle and was not tried (nothing about it changed); `timed_out` says
+    this cycle tried it and it timed out (again).
     """
 
     group: GroupKey
@@ -72,6 +82,13 @@ class GroupDecision:
     counts: PodCounts = PodCounts()
     implicit: bool = False
     nomination: Nomination | None = None
+    on_nodes: int = 0
+    backoff: Backoff | None = None
+    held: bool = False
+
+    @property
+    def timed_out(self) -> bool:
+        return self.backoff is not None and not self.held
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +101,10 @@ class CycleResult:
     invalid: tuple[InvalidObject, ...] = ()
     now: float = 0.0
     evictions: tuple[Eviction, ...] = ()
+    _by_group: dict[str, GroupDecision] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_group", {d.group: d for d in self.groups})
 
     def decision(self, group: str) -> GroupDecision | None:
-        for decision in self.groups:
-            if decision.group == group:
-                return decision
-        return None
+        return self._by_group.get(group)

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from phalanx.core.ids import CPU, GPU, MEMORY
 from phalanx.core.model import PodInfo
+from phalanx.core.names import CPU, GPU, MEMORY
 from phalanx.core.predicates import Constraints, constraints_of
 
 

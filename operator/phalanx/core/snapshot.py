@@ -9,19 +9,13 @@ work kube-scheduler's cache does incrementally before it hands out a snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from phalanx.core.backoff import Backoff
 from phalanx.core.errors import InvalidObject
-from phalanx.core.ids import (
-    DEFAULT_QUEUE,
-    GANG_GATE,
-    PODS,
-    SCHEDULER_NAME,
-    GroupKey,
-    key_of,
-)
 from phalanx.core.model import (
     GroupInfo,
     NodeInfo,
@@ -30,8 +24,16 @@ from phalanx.core.model import (
     QueueInfo,
     TopologySpec,
 )
+from phalanx.core.names import (
+    DEFAULT_QUEUE,
+    GANG_GATE,
+    PODS,
+    SCHEDULER_NAME,
+    GroupKey,
+    key_of,
+)
 from phalanx.core.predicates import NO_CONSTRAINTS, static_exclusion
-from phalanx.core.result import Binding
+from phalanx.core.result import Binding, PodCounts
 from phalanx.core.shapes import Shape, same_shape, shape_of
 from phalanx.topology.tree import DomainTree, tree_for
 
@@ -52,6 +54,7 @@ class Snapshot:
     priority_classes: Sequence[PriorityClassInfo] = ()
     invalid: Sequence[InvalidObject] = ()
     eviction_refused: frozenset[str] = frozenset()
+    backoffs: Mapping[GroupKey, Backoff] = field(default_factory=dict)  # from the last cycle
     index: ClusterIndex = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -95,9 +98,7 @@ class GroupPods:
     pods: tuple[PodInfo, ...]
     running: tuple[PodInfo, ...]
     waiting: tuple[PodInfo, ...]
-    pending: int
-    succeeded: int
-    failed: int
+    counts: PodCounts
     uniform: bool
     priority: int | None
     shape: Shape | None
@@ -115,14 +116,18 @@ class GroupPods:
             pods=tuple(pods),
             running=running,
             waiting=waiting,
-            pending=sum(1 for p in members if not p.node_name and not p.finished),
-            succeeded=sum(1 for p in pods if p.phase == "Succeeded"),
-            failed=sum(1 for p in pods if p.phase == "Failed"),
+            counts=_counts(pods),
             uniform=uniform,
             priority=max(live) if live else None,
             shape=shape_of(first) if uniform and first is not None else None,
             running_requests=total_requests([p for p in pods if p.node_name and not p.finished]),
         )
+
+
+def _counts(pods: list[PodInfo]) -> PodCounts:
+    phases = Counter(p.phase for p in pods)
+    running, succeeded, failed = phases["Running"], phases["Succeeded"], phases["Failed"]
+    return PodCounts(len(pods) - running - succeeded - failed, running, succeeded, failed)
 
 
 class ClusterIndex:

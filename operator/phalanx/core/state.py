@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from phalanx.core.ids import PODS
 from phalanx.core.model import PodInfo
+from phalanx.core.names import PODS
 from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.shapes import Shape, fit_count, fit_counts
 from phalanx.core.snapshot import UNLIMITED_PODS, ClusterIndex

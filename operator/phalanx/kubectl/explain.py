@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phalanx.core.ids import GPU, GroupKey, key_of
 from phalanx.core.members import GroupWork, build_works
+from phalanx.core.names import GPU, GroupKey, key_of
 from phalanx.core.resources import format_resources, total_of
 from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.snapshot import Snapshot

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-GROUP = "scheduling.phalanx.io"
+from phalanx.core.names import API_GROUP as GROUP
+
 CLUSTER_KINDS = (
     "nodes",
     f"queues.{GROUP}",

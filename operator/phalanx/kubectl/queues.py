@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from phalanx.core.admission import seed_ledger
-from phalanx.core.ids import CPU, GPU, MEMORY
 from phalanx.core.members import build_works
+from phalanx.core.names import CPU, GPU, MEMORY
 from phalanx.core.resources import format_amount
 from phalanx.core.snapshot import Snapshot
 from phalanx.kubectl.table import format_table

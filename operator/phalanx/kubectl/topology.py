@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phalanx.core.ids import GPU
+from phalanx.core.names import GPU, HOSTNAME_LABEL
 from phalanx.core.snapshot import Snapshot
 from phalanx.observe.gpu_usage import MILLI, node_gpu_split, takes_pods
 from phalanx.topology.tree import ROOT, DomainTree
@@ -91,7 +91,7 @@ def default_depth(snapshot: Snapshot, topology: str) -> int | None:
     """Stop above the per-node level (hostname): one line per node is rarely wanted."""
     spec = snapshot.index.topologies[topology]
     levels = spec.levels
-    if len(levels) > 1 and "kubernetes.io/hostname" in levels[-1].node_labels:
+    if len(levels) > 1 and HOSTNAME_LABEL in levels[-1].node_labels:
         return len(levels) - 2
     return None
 

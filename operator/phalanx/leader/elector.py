@@ -34,7 +34,7 @@ class LeaseReply(Protocol):
 
 
 class LeaseApi(Protocol):
-    """Raw JSON requests (`phalanx.operator.client.KubeApi` fits)."""
+    """Raw JSON requests (`phalanx.operator.kube.client.KubeApi` fits)."""
 
     async def request(self, method: str, path: str, body: Any = None) -> LeaseReply: ...
 

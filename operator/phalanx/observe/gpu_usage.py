@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.ids import GPU
 from phalanx.core.model import NodeInfo
+from phalanx.core.names import GPU
 from phalanx.core.snapshot import Snapshot
 
 MILLI = 1000

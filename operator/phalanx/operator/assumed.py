@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from phalanx.core.names import GANG_GATE
 from phalanx.operator.cache import Body
-from phalanx.operator.settings import GATE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +75,7 @@ def assumed_on(pod: Body, node: str) -> dict[str, Any]:
     """A copy of the pod as if bound to `node` (and no longer gated by Phalanx)."""
     spec = dict(pod.get("spec", {}))
     spec["nodeName"] = node
-    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GATE]
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GANG_GATE]
     if gates:
         spec["schedulingGates"] = gates
     else:

@@ -1,15 +1,15 @@
-"""The writer of placements: a gang's pods bound (or un-gated) together, plan first.
+"""The gang binder: a gang's pods bound (or un-gated) together, plan first.
 
-Per gang: 1. every pod is assumed on its node. 2. The scheduler's status write records
-the plan (pod -> node) in the PodGroup's status; if that fails (group deleted), nothing
-else is written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out
+Per gang: 1. every pod is assumed on its node. 2. The PodGroup's status write records
+the plan (pod -> node, see plans.py); if that fails (group deleted), nothing else is
+written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out
 concurrently, bounded by a semaphore shared by all gangs. 4. Failed pods are un-assumed;
 the next status write removes the plan.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
 final. Those pods stay bound and count as placed members; the next cycles place the
-missing ones (all at once), and `scheduler.partial_gangs` releases a partial gang whose
-pods have a controller if it stays partial past its deadline.
+missing ones (all at once), and `partial.py` releases a partial gang whose pods have a
+controller if it stays partial past its deadline.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from typing import Any
 
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body
-from phalanx.operator.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.gates import ungate_patch
-from phalanx.operator.plans import Plan
+from phalanx.operator.kube.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.pods import is_gated
 
 
@@ -49,7 +48,7 @@ def binding_body(namespace: str, name: str, node: str) -> dict[str, Any]:
     }
 
 
-class Writer:
+class GangBinder:
     def __init__(
         self,
         api: Api,
@@ -62,7 +61,6 @@ class Writer:
         self._slots = asyncio.Semaphore(concurrency)
         self._clock = clock
         self.requests = 0
-        self.plan_ids: set[str] = set()  # plans this process wrote or took over
         self.in_flight = 0  # pods assumed whose write is not answered yet
         self.low_water = 2 * concurrency
         self._room = asyncio.Event()
@@ -86,7 +84,6 @@ class Writer:
         group_key: str,
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
-        plan: Plan | None = None,
         recorded: Awaitable[bool] | None = None,
     ) -> Coroutine[Any, Any, GangOutcome]:
         """Assume every assigned pod on its node now, and return the writes to await (or
@@ -95,8 +92,6 @@ class Writer:
         for pod_key, node in assignments.items():
             self._assumed.assume(pod_key, node)
         self._track(len(assignments))
-        if plan is not None:
-            self.plan_ids.add(plan.id)
         return self._write_gang(group_key, dict(assignments), pods, recorded)
 
     async def _write_gang(
@@ -143,8 +138,3 @@ class Writer:
             return await self._api.request(
                 "POST", pod_path(namespace, name, "binding"), binding_body(namespace, name, node)
             )
-
-    async def delete_pod(self, pod_key: str) -> Reply:
-        namespace, name = pod_key.split("/", 1)
-        self.requests += 1
-        return await self._api.request("DELETE", pod_path(namespace, name))

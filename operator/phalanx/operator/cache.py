@@ -2,9 +2,9 @@
 
 Queues, NetworkTopologies and PriorityClasses are Kopf indexes (`@kopf.index`: Kopf drops
 a body when its object is deleted and holds back every other handler until all indexes
-are listed, see handlers.py). Pods, PodGroups and Nodes, the numerous kinds, come from a
-plain list+watch in the same shape (raw_watch.py). The cache is complete once all have
-listed.
+are listed, see kube/kopf_handlers.py). Pods, PodGroups and Nodes, the numerous kinds,
+come from a plain list+watch in the same shape (kube/raw_watch.py). The cache is complete
+once all have listed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ Store = Mapping[Hashable, Iterable[Body]]  # a Kopf index: key -> the values sto
 
 
 class Kind(enum.StrEnum):
-    """The watched kinds; the value is the index id Kopf knows them by."""
+    """The watched kinds; the value names the kind's store (for the three Kopf-indexed
+    kinds it is also the index id Kopf passes to the startup handler)."""
 
     NODE = "phalanx_nodes"
     POD = "phalanx_pods"

@@ -7,13 +7,21 @@ remembers the last (reason, message) per object and topic and stays quiet while 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from phalanx.core.names import COMPONENT, GROUP_VERSION
 from phalanx.operator.cache import Body
-from phalanx.operator.client import Api
-from phalanx.operator.settings import API_GROUP, API_VERSION, COMPONENT
-from phalanx.operator.status import MAX_MESSAGE, timestamp
+from phalanx.operator.kube.client import Api
+
+MAX_MESSAGE = 1000  # characters of a condition's or an Event's message
+
+
+def timestamp(now: float) -> str:
+    """RFC 3339 in whole seconds, as Kubernetes writes times."""
+    moment = datetime.datetime.fromtimestamp(int(now), tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +72,7 @@ def event_body(event: Event, now: float, instance: str) -> dict[str, Any]:
         "kind": "Event",
         "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
         "involvedObject": {
-            "apiVersion": event.involved.get("apiVersion", f"{API_GROUP}/{API_VERSION}"),
+            "apiVersion": event.involved.get("apiVersion", GROUP_VERSION),
             "kind": event.involved.get("kind", "PodGroup"),
             "name": meta.get("name"),
             "namespace": meta.get("namespace"),

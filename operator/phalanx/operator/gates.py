@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from phalanx.core.names import GANG_GATE
 from phalanx.operator.cache import Body
-from phalanx.operator.settings import GATE
 
 
 def node_requirement(node: str) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def pinned_terms(pod: Body, node: str) -> list[dict[str, Any]]:
 def ungate_patch(pod: Body, node: str) -> dict[str, Any]:
     """A JSON merge patch: lists are replaced whole, so both lists are written in full."""
     spec = pod.get("spec", {})
-    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GATE]
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GANG_GATE]
     terms = pinned_terms(pod, node)
     return {
         "spec": {

@@ -9,10 +9,11 @@ queued: the next cycle waits for `room()`, and the events meanwhile fold into it
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 
 import structlog
+
+from phalanx.operator.clock import Clock, MonotonicClock
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -25,8 +26,10 @@ class SchedulingLoop:
         max_delay: float,
         period: float,
         room: Callable[[], Awaitable[None]] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._cycle = cycle
+        self._clock = clock or MonotonicClock()
         self._room = room  # returns when the writes started so far are nearly done
         self._debounce = debounce
         self._max_delay = max_delay
@@ -54,20 +57,18 @@ class SchedulingLoop:
             except Exception:
                 self.errors += 1
                 log.exception("cycle failed; retrying", errors=self.errors)
-                await asyncio.sleep(min(self._period, 0.5 * 2 ** min(self.errors, 6)))
+                await self._clock.sleep(min(self._period, 0.5 * 2 ** min(self.errors, 6)))
             else:
                 self.errors = 0
             self.cycles += 1
 
     async def _wait_for_change(self) -> None:
-        try:
-            await asyncio.wait_for(self._dirty.wait(), timeout=self._period)
-        except TimeoutError:
+        if not await self._clock.wait(self._dirty, self._period):
             return  # periodic cycle
-        first = time.monotonic()
+        first = self._clock.now()
         while True:
             self._dirty.clear()
-            await asyncio.sleep(self._debounce)
-            if not self._dirty.is_set() or time.monotonic() - first >= self._max_delay:
+            await self._clock.sleep(self._debounce)
+            if not self._dirty.is_set() or self._clock.now() - first >= self._max_delay:
                 break
         self._dirty.clear()

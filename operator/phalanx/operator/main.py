@@ -11,21 +11,16 @@ import structlog
 from kubernetes_asyncio import client as k8s
 
 from phalanx.core.config import SchedulerConfig
+from phalanx.core.names import DEFAULT_QUEUE, GROUP_VERSION
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, Store
-from phalanx.operator.client import Api, KubeApi, connection_info, group_path
-from phalanx.operator.handlers import register
+from phalanx.operator.kube.client import Api, KubeApi, connection_info, group_path
+from phalanx.operator.kube.kopf_handlers import kopf_settings, register
+from phalanx.operator.kube.raw_watch import ApiListWatch, RawWatch
 from phalanx.operator.loop import SchedulingLoop
-from phalanx.operator.raw_watch import ApiListWatch, RawWatch
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import (
-    API_GROUP,
-    API_VERSION,
-    DEFAULT_QUEUE,
-    OperatorConfig,
-    kopf_settings,
-)
+from phalanx.operator.settings import OperatorConfig
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -63,12 +58,12 @@ class Operator:
             debounce=self.config.debounce_seconds,
             max_delay=self.config.max_delay_seconds,
             period=self.config.period_seconds,
-            room=self.scheduler.writer.room,
+            room=self.scheduler.writes.binder.room,
         )
         self.pod_watch = RawWatch(ApiListWatch(self.api_client), self.loop.poke)
         self.group_watch = RawWatch(
             ApiListWatch(self.api_client, path=group_path("podgroups")), self.loop.poke,
-            api_version=f"{API_GROUP}/{API_VERSION}", kind="PodGroup",
+            api_version=GROUP_VERSION, kind="PodGroup",
         )
         self.node_watch = RawWatch(
             ApiListWatch(self.api_client, path="/api/v1/nodes"), self.loop.poke, kind="Node"
@@ -89,7 +84,7 @@ class Operator:
         """Run until `stop` is set (or the task is cancelled)."""
         await kopf.operator(
             registry=self.registry,
-            settings=kopf_settings(self.config),
+            settings=kopf_settings(),
             clusterwide=True,
             standalone=True,
             stop_flag=stop,
@@ -135,7 +130,7 @@ class Operator:
 
 async def ensure_default_queue(api: Api) -> None:
     body = {
-        "apiVersion": "scheduling.phalanx.io/v1alpha1",
+        "apiVersion": GROUP_VERSION,
         "kind": "Queue",
         "metadata": {"name": DEFAULT_QUEUE},
         "spec": {"weight": 1},

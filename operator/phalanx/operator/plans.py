@@ -12,9 +12,11 @@ is dropped too, and the bound pods count as placed members of the group.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
-from collections.abc import Collection, Mapping
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from phalanx.operator.cache import Body
@@ -48,7 +50,7 @@ def decode_plan(group: Body) -> Plan | None:
 
 
 class Outcome(enum.StrEnum):
-    DONE = "done"  # every planned pod is placed or gone: only the annotation is left
+    DONE = "done"  # every planned pod is placed or gone: only the status field is left
     DROP = "drop"  # nothing placed yet, or a planned node vanished: plan afresh
     FINISH = "finish"  # some placed: place the rest on their planned nodes
 
@@ -73,3 +75,71 @@ def resolve(plan: Plan, pods: Mapping[str, Body], nodes: Collection[str]) -> Res
 def _waiting(pod: Body) -> bool:
     """Still for Phalanx to place: unbound and gated by us or naming our scheduler."""
     return not is_bound(pod) and (is_gated(pod) or wants_phalanx(pod))
+
+
+def new_plan_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class PlanBook:
+    """Every plan this process knows, in one place (nominations will join it).
+
+    A plan lives from the cycle that decides its gang until the gang's writes end: the
+    group's status write carries it (and resolves the plan's `recorded` future, so nothing
+    is bound before it landed), and the first status write after the writes end removes
+    it. A plan found on a PodGroup that this process did not write is a leftover of a
+    previous leader, handed out once by `leftovers`.
+    """
+
+    def __init__(self, new_id: Callable[[], str] = new_plan_id) -> None:
+        self._new_id = new_id
+        self._plans: dict[str, Plan] = {}  # group -> plan of its gang while it is written
+        self._recording: dict[str, asyncio.Future[bool]] = {}  # this cycle's new plans
+        self._known: set[str] = set()  # ids of plans written or taken over here
+
+    def leftovers(self, groups: Iterable[Body]) -> list[tuple[Body, Plan]]:
+        """Plans on the groups that this process did not write, each reported once."""
+        found = [(g, plan) for g in groups
+                 if (plan := decode_plan(g)) is not None and plan.id not in self._known]
+        self._known.update(plan.id for _, plan in found)
+        return found
+
+    def start(self, key: str, assignments: Mapping[str, str]) -> tuple[Plan, asyncio.Future[bool]]:
+        """A new plan for the gang of `key`; the future says whether its status write landed."""
+        plan = Plan(self._new_id(), dict(assignments))
+        self.hold(key, plan)
+        recorded = asyncio.get_running_loop().create_future()
+        self._recording[key] = recorded
+        return plan, recorded
+
+    def hold(self, key: str, plan: Plan) -> None:
+        """Keep `plan` in the group's status while its pods are written."""
+        self._plans[key] = plan
+        self._known.add(plan.id)
+
+    def release(self, key: str, plan: Plan) -> None:
+        """The gang's writes ended: the next status write removes the plan."""
+        if self._plans.get(key) is plan:
+            del self._plans[key]
+
+    def recording(self, key: str) -> asyncio.Future[bool] | None:
+        """The future of a plan new this cycle, once: its status write must resolve it."""
+        return self._recording.pop(key, None)
+
+    def end_cycle(self) -> None:
+        """Plans whose group had no status write this cycle (it was deleted) are not
+        recorded: their gangs are not placed."""
+        for recorded in self._recording.values():
+            if not recorded.done():
+                recorded.set_result(False)
+        self._recording.clear()
+
+    def status_field(self, key: str, group: Body, desired: dict[str, Any]) -> None:
+        """The plan of a gang being written stays in `desired`; any other is removed."""
+        shown = (group.get("status") or {}).get("plan")
+        plan = self._plans.get(key)
+        if plan is not None:
+            old = shown if isinstance(shown, Mapping) and shown.get("id") != plan.id else None
+            desired["plan"] = plan.status(replacing=old)
+        elif shown:
+            desired["plan"] = None

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
+from phalanx.core.names import GANG_GATE, SCHEDULER_NAME, group_name
 from phalanx.operator.cache import Body
-from phalanx.operator.settings import GATE, SCHEDULER_NAME
 
-GROUP_LABELS = ("scheduling.phalanx.io/pod-group", "scheduling.x-k8s.io/pod-group")
-VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 TERMINAL = ("Succeeded", "Failed")
 
 
@@ -15,20 +13,9 @@ def pod_key(pod: Body) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
-def group_name_of(pod: Body) -> str | None:
-    """The group a pod names, in the contract's order: Phalanx label, Volcano, scheduler-plugins."""
-    meta = pod.get("metadata", {})
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    for value in (labels.get(GROUP_LABELS[0]), annotations.get(VOLCANO_ANNOTATION),
-                  labels.get(GROUP_LABELS[1])):
-        if value:
-            return str(value)
-    return None
-
-
 def group_key_of(pod: Body) -> str | None:
-    name = group_name_of(pod)
+    meta = pod.get("metadata", {})
+    name = group_name(meta.get("labels") or {}, meta.get("annotations") or {})
     return f"{pod.get('metadata', {}).get('namespace')}/{name}" if name else None
 
 
@@ -43,7 +30,7 @@ def is_bound(pod: Body) -> bool:
 
 def is_gated(pod: Body) -> bool:
     gates = pod.get("spec", {}).get("schedulingGates") or []
-    return any(g.get("name") == GATE for g in gates)
+    return any(g.get("name") == GANG_GATE for g in gates)
 
 
 def wants_phalanx(pod: Body) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.ids import GPU, GroupKey, key_of
+from phalanx.core.names import GPU, GroupKey, key_of
 from phalanx.core.resources import format_amount
 from phalanx.core.snapshot import Snapshot
 

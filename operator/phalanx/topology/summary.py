@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.ids import GPU
+from phalanx.core.names import GPU
 from phalanx.core.snapshot import Snapshot
 from phalanx.topology.tree import ROOT
 

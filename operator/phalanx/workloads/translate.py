@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from phalanx.core.ids import API_GROUP, QUEUE_KEY
+from phalanx.core.names import API_GROUP, QUEUE_KEY
 from phalanx.core.parse.annotations import (
     GroupAnnotations,
     annotation_field,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from phalanx.core.ids import (
+from phalanx.core.model import SubGroupSpec
+from phalanx.core.names import (
     NETWORK_TOPOLOGY_ANNOTATION,
     PREFERRED_ANNOTATION,
     PRIORITY_CLASS_ANNOTATION,
@@ -18,7 +19,6 @@ from phalanx.core.ids import (
     SUBGROUP_LEVEL_ANNOTATION,
     SUBGROUP_SIZE_ANNOTATION,
 )
-from phalanx.core.model import SubGroupSpec
 from phalanx.core.parse.fields import Reader
 
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.core.errors import InvalidObject
-from phalanx.core.ids import DEFAULT_QUEUE, DEFAULT_TOPOLOGY, NodeName
 from phalanx.core.model import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
+from phalanx.core.names import DEFAULT_QUEUE, DEFAULT_TOPOLOGY, NodeName
 from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.upstream import is_upstream, parse_upstream_pod_group

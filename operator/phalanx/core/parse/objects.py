@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from phalanx.core.backoff import Backoff
 from phalanx.core.errors import InvalidObject
-from phalanx.core.ids import API_GROUP, GroupKey
 from phalanx.core.model import GroupInfo
+from phalanx.core.names import API_GROUP, GroupKey
 from phalanx.core.parse.group import parse_pod_group
 from phalanx.core.parse.label_levels import resolve_label_levels
 from phalanx.core.parse.membership import join_implied_groups
@@ -34,6 +35,7 @@ def snapshot_from_objects(
     objects: Iterable[Mapping[str, Any]],
     strict: bool = False,
     parsers: Mapping[str, Parser] = PARSERS,
+    backoffs: Mapping[GroupKey, Backoff] | None = None,
 ) -> Snapshot:
     """Parse every known kind (other kinds are ignored; `kind: List` is unpacked).
 
@@ -41,6 +43,8 @@ def snapshot_from_objects(
     objects are skipped and listed in `Snapshot.invalid`, so one bad object never
     stops a cycle. `parsers` lets a caller memoize the per-kind parsers. Afterwards
     levels named by node labels are resolved and workload pods join their groups.
+    `backoffs` are the groups' backoffs from the previous cycle's decisions (state the
+    objects do not hold).
     """
     parsed: dict[str, list[Any]] = {kind: [] for kind in PARSERS}
     invalid: list[InvalidObject] = []
@@ -71,6 +75,7 @@ def snapshot_from_objects(
         topologies=topologies,
         priority_classes=tuple(parsed["PriorityClass"]),
         invalid=tuple(sorted(invalid, key=str)),
+        backoffs=backoffs or {},
     )
 
 

@@ -11,18 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.ids import (
-    GROUP_LABEL,
-    PLUGINS_GROUP_LABEL,
-    ROLE_LABEL,
-    VOLCANO_GROUP_ANNOTATION,
-)
 from phalanx.core.model import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodInfo,
     Toleration,
 )
+from phalanx.core.names import ROLE_LABEL, group_name
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.membership import implied_groups
 from phalanx.core.resources import add, maximum, nonzero
@@ -37,8 +32,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         raise reader.error("spec.containers", "missing")
     labels = reader.labels("metadata.labels")
     annotations = reader.labels("metadata.annotations")
-    group = labels.get(GROUP_LABEL) or annotations.get(VOLCANO_GROUP_ANNOTATION)
-    group = group or labels.get(PLUGINS_GROUP_LABEL)
+    group = group_name(labels, annotations)
     group = group or reader.string("spec.schedulingGroup.podGroupName")  # Kubernetes 1.36
     return PodInfo(
         namespace=reader.namespace,

@@ -12,9 +12,8 @@ from phalanx.core.model import (
     TopologyLevel,
     TopologySpec,
 )
+from phalanx.core.names import HOSTNAME_LABEL
 from phalanx.core.parse.fields import Reader
-
-HOSTNAME = "kubernetes.io/hostname"
 
 
 def parse_network_topology(obj: Mapping[str, Any]) -> TopologySpec:
@@ -27,8 +26,8 @@ def parse_network_topology(obj: Mapping[str, Any]) -> TopologySpec:
     if len(set(names)) != len(names):
         raise reader.error("spec.levels", f"level names must be unique: {names}")
     for level in levels[:-1]:
-        if HOSTNAME in level.node_labels:
-            raise reader.error("spec.levels", f"{HOSTNAME} may only be in the last level")
+        if HOSTNAME_LABEL in level.node_labels:
+            raise reader.error("spec.levels", f"{HOSTNAME_LABEL} may only be in the last level")
     return TopologySpec(name=reader.name, levels=levels)
 
 

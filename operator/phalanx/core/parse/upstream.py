@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.ids import (
+from phalanx.core.model import GroupInfo, GroupTopology
+from phalanx.core.names import (
     DEFAULT_QUEUE,
     DEFAULT_TOPOLOGY,
     PREFERRED_ANNOTATION,
@@ -20,7 +21,6 @@ from phalanx.core.ids import (
     REQUIRED_ANNOTATION,
     UPSTREAM_API_GROUP,
 )
-from phalanx.core.model import GroupInfo, GroupTopology
 from phalanx.core.parse.annotations import (
     GroupAnnotations,
     annotation_field,

@@ -17,8 +17,8 @@ from functools import partial
 
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.eviction import Eviction, EvictionReason
-from phalanx.core.ids import GroupKey, NodeName
 from phalanx.core.members import GroupWork
+from phalanx.core.names import GroupKey, NodeName
 from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.placement import GangRequest
 from phalanx.core.preemption.find import Finder, Found

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.ids import GroupKey
+from phalanx.core.names import GroupKey
 from phalanx.core.nomination import Nomination
 from phalanx.core.state import CycleState
 

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from phalanx.core.ids import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.model import PodInfo
+from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.resources import total_of
 from phalanx.core.snapshot import ClusterIndex, GroupPods, is_ours
 

@@ -27,7 +27,6 @@ from typing import Literal
 from phalanx.cluster import labels
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
-from phalanx.core.ids import CPU, GPU, MEMORY, PODS
 from phalanx.core.model import (
     PREEMPT_NEVER,
     GroupInfo,
@@ -38,6 +37,7 @@ from phalanx.core.model import (
     TopologyLevel,
     TopologySpec,
 )
+from phalanx.core.names import CPU, GPU, MEMORY, PODS
 from phalanx.core.nomination import Nomination
 from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot

@@ -1,45 +1,28 @@
-"""Desired status of PodGroups and Queues, computed from cache state and a cycle's result.
+"""What the objects should say after a cycle: PodGroup and Queue status, and the Events
+announcing a change, composed from the core's `GroupDecision`s.
 
-Pure: no clock reads, no I/O. The writer compares what these return with what the
-object already shows and patches only the difference, so an idle cluster causes no writes.
+Pure: no clock reads, no I/O, nothing recounted from raw pods (the decision carries the
+counts, the minimum and what is placed). The writer compares what these return with what
+the object already shows and patches only the difference, so an idle cluster causes no
+writes. New kinds of news (a nomination, an eviction) get their composer here.
 """
 
 from __future__ import annotations
 
-import datetime
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from phalanx.core.config import SchedulerConfig
 from phalanx.core.result import GroupDecision, Placement
 from phalanx.core.status import Reason, StatusCode
 from phalanx.operator.cache import Body
-from phalanx.operator.pods import is_bound, phase_of
+from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
 
-MAX_MESSAGE = 1000
 FAILING = (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE, StatusCode.ERROR)
 RUNNING_PHASES = ("Running", "Unknown")
 FINISHED_PHASES = ("Completed", "Failed")
-
-
-def timestamp(now: float) -> str:
-    """RFC 3339 in whole seconds, as Kubernetes writes times."""
-    moment = datetime.datetime.fromtimestamp(int(now), tz=datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def pod_counts(pods: Iterable[Body]) -> dict[str, int]:
-    counts = {"pending": 0, "running": 0, "succeeded": 0, "failed": 0}
-    for pod in pods:
-        phase = phase_of(pod)
-        if phase == "Running":
-            counts["running"] += 1
-        elif phase == "Succeeded":
-            counts["succeeded"] += 1
-        elif phase == "Failed":
-            counts["failed"] += 1
-        else:
-            counts["pending"] += 1
-    return counts
+WAITING_PHASES = ("Pending", "Inqueue")
 
 
 def group_phase(
@@ -118,23 +101,17 @@ def condition(
     }
 
 
-def podgroup_status(
-    group: Body,
-    pods: Sequence[Body],
-    decision: GroupDecision | None,
-    now: float,
-    timed_out: bool = False,
-) -> dict[str, Any]:
-    """The status a PodGroup should show after this cycle."""
+def podgroup_status(group: Body, decision: GroupDecision, now: float) -> dict[str, Any]:
+    """The status a PodGroup should show after the cycle that made `decision`."""
     previous: Mapping[str, Any] = group.get("status") or {}
     conditions_before = previous.get("conditions") or []
     generation = int(group.get("metadata", {}).get("generation") or 0)
-    min_member = int(group.get("spec", {}).get("minMember") or 1)
-    counts = pod_counts(pods)
-    placed = sum(1 for pod in pods if is_bound(pod))
-    admitted = bool(decision and decision.admitted) or placed >= min_member
+    min_member = decision.min_member
+    counts = dataclasses.asdict(decision.counts)
+    placed = decision.on_nodes
+    admitted = decision.admitted or placed >= min_member
     scheduled = placed >= min_member
-    failing = not scheduled and (timed_out or (decision is not None and decision.code in FAILING))
+    failing = not scheduled and decision.code in FAILING
     phase = group_phase(counts, min_member, placed, admitted, previous.get("phase"), failing)
     # The pods of a finished group were cleaned up: it keeps what it said when it ran.
     kept = {c.get("type"): c for c in conditions_before} if (
@@ -143,10 +120,10 @@ def podgroup_status(
         failing = False
 
     placement = previous.get("placement")
-    if decision is not None and decision.placement is not None:
+    if decision.placement is not None:
         placement = placement_status(decision.placement)
 
-    reason, message = _why(decision, scheduled, placement, timed_out)
+    reason, message = _why(decision, scheduled, placement)
     conditions = [
         kept.get("Admitted") or condition(
             "Admitted", admitted, "Admitted" if admitted else reason,
@@ -158,7 +135,7 @@ def podgroup_status(
         condition("Unschedulable", failing, reason if failing else "Schedulable",
                   message if failing else "", now, generation, conditions_before),
     ]
-    status: dict[str, Any] = {
+    return {
         "phase": phase,
         **counts,
         "conditions": conditions,
@@ -167,19 +144,67 @@ def podgroup_status(
         "admittedTime": previous.get("admittedTime") or (timestamp(now) if admitted else None),
         "scheduledTime": previous.get("scheduledTime") or (timestamp(now) if scheduled else None),
     }
-    return status
 
 
-def _why(
-    decision: GroupDecision | None, scheduled: bool, placement: Any, timed_out: bool
-) -> tuple[str, str]:
+def _why(decision: GroupDecision, scheduled: bool, placement: Any) -> tuple[str, str]:
     if scheduled:
         return Reason.SCHEDULED, placement_message(placement) if placement else ""
-    if decision is None:
-        return "Waiting", "waiting for the next scheduling cycle"
-    if timed_out:
-        return Reason.TIMEOUT, f"not placed within scheduleTimeoutSeconds: {decision.message}"
     return str(decision.reason), decision.message
+
+
+def group_events(
+    group: Body, desired: Mapping[str, Any], decision: GroupDecision, config: SchedulerConfig
+) -> list[Event]:
+    """The Events that announce what `desired` says and the object does not say yet (a
+    new leader has no memory of its Events: the conditions on the object are that memory)."""
+    conditions = {c["type"]: c for c in desired["conditions"]}
+    before = {c.get("type"): c for c in (group.get("status") or {}).get("conditions") or []}
+
+    def shown(kind: str) -> bool:
+        said = before.get(kind) or {}
+        return all(said.get(k) == conditions[kind][k] for k in ("status", "reason", "message"))
+
+    events: list[Event] = []
+    admitted = conditions["Admitted"]["status"] == "True" and not shown("Admitted")
+    scheduled = conditions["Scheduled"]["status"] == "True" and not shown("Scheduled")
+    unschedulable = conditions["Unschedulable"]
+    if admitted and not scheduled:
+        events.append(Event(group, "Normal", "Admitted", conditions["Admitted"]["message"]))
+    if scheduled:  # admitted and placed in one cycle: one Event says both
+        message = conditions["Scheduled"]["message"]
+        if admitted:
+            message = f"{conditions['Admitted']['message']}; {message}"
+        events.append(Event(group, "Normal", "Scheduled", message, topic="scheduling"))
+    elif (not decision.timed_out and unschedulable["status"] == "True"
+          and not shown("Unschedulable")):
+        message = unschedulable["message"]
+        if unschedulable["reason"] == Reason.GANG_INCOMPLETE:  # counts move while pods arrive
+            message = "fewer pods exist than minMember; waiting for the rest"
+        events.append(Event(group, "Warning", unschedulable["reason"], message,
+                            topic="scheduling"))
+    if decision.timed_out:
+        events.append(timeout_event(group, config))
+    return events
+
+
+def timeout_event(group: Body, config: SchedulerConfig) -> Event:
+    """One Event per timeout, not one per backoff step: the message has no delay in it."""
+    return Event(
+        group, "Warning", Reason.TIMEOUT,
+        f"not placed within {group['spec'].get('scheduleTimeoutSeconds')}s; still queued, "
+        f"retried with backoff ({config.backoff_initial_seconds:g}s doubling to "
+        f"{config.backoff_max_seconds:g}s)", topic="timeout")
+
+
+def binding_failed_event(
+    group: Body, placed: Sequence[str], failed: Mapping[str, str]
+) -> Event:
+    """A gang whose writes partly failed: the placed pods stay, the rest is retried."""
+    pod, reason = next(iter(failed.items()))
+    return Event(
+        group, "Warning", "BindingFailed",
+        f"{len(failed)} of {len(failed) + len(placed)} pods not placed (e.g. {pod}: {reason}); "
+        "placed pods stay, the rest is retried", topic="binding")
 
 
 def queue_status(

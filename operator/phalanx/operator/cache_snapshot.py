@@ -1,7 +1,8 @@
 """Cache -> the core's snapshot: the objects as listed, assumed pods overlaid.
 
-Pending pods the operator will not place in its mode are left out, so the core never
-plans what the writer would not write. Groups in timeout backoff are left out too.
+Pending pods the operator will not place in its mode, or outside its namespaces, are
+left out, so the core never plans what the writer would not write. The groups' timeout
+backoffs (the last cycle's decisions) ride along: the core decides who waits.
 """
 
 from __future__ import annotations
@@ -9,23 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
+from phalanx.core.backoff import Backoff
+from phalanx.core.names import GroupKey
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.parse.objects import PARSERS, Parser
 from phalanx.core.snapshot import Snapshot
 from phalanx.operator.assumed import AssumedPods
-from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
-from phalanx.operator.pods import group_key_of, is_bound, is_gated, wants_phalanx
+from phalanx.operator.cache import Body, ClusterCache, Kind
+from phalanx.operator.pods import is_bound, is_gated, wants_phalanx
 from phalanx.operator.settings import Mode
 
 
-def visible(
-    pod: Body, mode: Mode, hidden_groups: Collection[str], namespaces: Collection[str] = ()
-) -> bool:
+def visible(pod: Body, mode: Mode, namespaces: Collection[str] = ()) -> bool:
     """Bound pods always (they use capacity); pending ones only if we will place them."""
     if is_bound(pod):
         return True
-    if group_key_of(pod) in hidden_groups:
-        return False
     if namespaces and pod.get("metadata", {}).get("namespace") not in namespaces:
         return False
     if is_gated(pod):
@@ -39,19 +38,15 @@ def snapshot_objects(
     cache: ClusterCache,
     assumed: AssumedPods,
     mode: Mode,
-    hidden_groups: Collection[str] = (),
     namespaces: Collection[str] = (),
 ) -> list[Body]:
     pods: Iterable[Body] = (
-        pod
-        for pod in cache.objects(Kind.POD)
-        if visible(pod, mode, hidden_groups, namespaces)
+        pod for pod in cache.objects(Kind.POD) if visible(pod, mode, namespaces)
     )
     groups = (
         g
         for g in cache.objects(Kind.POD_GROUP)
-        if object_key(g) not in hidden_groups
-        and (not namespaces or g.get("metadata", {}).get("namespace") in namespaces)
+        if not namespaces or g.get("metadata", {}).get("namespace") in namespaces
     )
     return [
         *cache.objects(Kind.NODE),
@@ -111,12 +106,12 @@ def take_snapshot(
     cache: ClusterCache,
     assumed: AssumedPods,
     mode: Mode,
-    hidden_groups: Collection[str] = (),
     namespaces: Collection[str] = (),
     memo: ParseMemo | None = None,
+    backoffs: Mapping[GroupKey, Backoff] | None = None,
 ) -> Snapshot:
-    objects = snapshot_objects(cache, assumed, mode, hidden_groups, namespaces)
+    objects = snapshot_objects(cache, assumed, mode, namespaces)
     parsers: Mapping[str, Callable[[Mapping[str, Any]], object]] = (
         memo.parsers if memo is not None else PARSERS
     )
-    return snapshot_from_objects(objects, strict=False, parsers=parsers)
+    return snapshot_from_objects(objects, strict=False, parsers=parsers, backoffs=backoffs)

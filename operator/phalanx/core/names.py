@@ -1,14 +1,26 @@
-"""Identifiers and the well-known names Phalanx shares with Kubernetes and its peers."""
+"""The names of things: key types, and every well-known name Phalanx shares with
+Kubernetes and its peers (API group, labels, annotations, the gate, resource names).
+
+The one place such a string is spelled; the core, the shell, the CLI and the CRD models
+all read it from here (the core may not import the shell, so it lives in the core).
+"""
 
 from __future__ import annotations
 
-from typing import NewType
+from collections.abc import Mapping
+from typing import Final, NewType
 
 PodKey = NewType("PodKey", str)
 GroupKey = NewType("GroupKey", str)
 NodeName = NewType("NodeName", str)
 
-SCHEDULER_NAME = "phalanx"
+API_GROUP = "scheduling.phalanx.io"
+API_VERSION = "v1alpha1"
+GROUP_VERSION: Final = "scheduling.phalanx.io/v1alpha1"  # an object's apiVersion
+SCHEDULER_NAME = "phalanx"  # pods naming it in spec.schedulerName are bound by Phalanx
+COMPONENT = "phalanx"  # Events' source and reportingComponent
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # the last NetworkTopology level, one node each
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
 MEMORY = "memory"
@@ -22,7 +34,6 @@ GANG_GATE = "scheduling.phalanx.io/gang"
 DEFAULT_QUEUE = "default"
 DEFAULT_TOPOLOGY = "default"
 
-API_GROUP = "scheduling.phalanx.io"
 UPSTREAM_API_GROUP = "scheduling.k8s.io"  # Kubernetes' own Workload API (v1alpha2 PodGroups)
 
 # Phalanx's own settings where no PodGroup field can carry them: on an upstream PodGroup
@@ -39,3 +50,16 @@ SUBGROUP_LEVEL_ANNOTATION = "scheduling.phalanx.io/topology-subgroup-level"
 def key_of(namespace: str, name: str) -> str:
     """The `namespace/name` form every id in Phalanx uses."""
     return f"{namespace}/{name}"
+
+
+def group_name(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
+    """The group a pod names, in the contract's order: Phalanx label, Volcano's
+    annotation, scheduler-plugins' label (pods written for either work unchanged)."""
+    for value in (
+        labels.get(GROUP_LABEL),
+        annotations.get(VOLCANO_GROUP_ANNOTATION),
+        labels.get(PLUGINS_GROUP_LABEL),
+    ):
+        if value:
+            return str(value)
+    return None

@@ -19,8 +19,8 @@ import kopf
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
+from phalanx.core.names import API_GROUP, API_VERSION
 from phalanx.observe.metrics import Metrics
-from phalanx.operator.settings import API_GROUP, API_VERSION
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"

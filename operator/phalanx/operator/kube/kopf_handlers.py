@@ -13,14 +13,15 @@ cluster. No handler does scheduling work.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Hashable
 from typing import Any
 
 import kopf
 import structlog
 
+from phalanx.core.names import API_GROUP
 from phalanx.operator.cache import Kind, Store, object_key, slim
-from phalanx.operator.settings import API_GROUP
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -73,3 +74,33 @@ def _poker(on_change: Any) -> Any:
         await asyncio.sleep(0)
 
     return poke
+
+
+def kopf_settings() -> kopf.OperatorSettings:
+    """Kopf settings that write nothing onto what Kopf watches.
+
+    Kopf watches only Queues, NetworkTopologies and PriorityClasses (Pods, PodGroups and
+    Nodes come from `raw_watch.py`), with index and event handlers that never patch. Kopf's
+    bookkeeping (progress, diff base) would only concern change handlers, which Phalanx
+    does not register; it is still kept in Phalanx-prefixed annotations so it is
+    recognisable. Kopf's own k8s Events are off (Phalanx posts its own, on PodGroups).
+    Peering is off: replicas elect one leader through a Lease (`phalanx.leader`); even a
+    second active one cannot double-bind, because the API server refuses a binding to an
+    already bound pod.
+    """
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False
+    settings.posting.level = logging.WARNING
+    settings.peering.standalone = True
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=API_GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=API_GROUP, key="last-handled-configuration"
+    )
+    settings.persistence.finalizer = f"{API_GROUP}/operator"
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    settings.networking.request_timeout = 30
+    # Never SIGKILL the process on a cancelled shutdown (in-process operators in tests/demo).
+    settings.process.ultimate_exiting_timeout = None
+    return settings

@@ -1,0 +1,145 @@
+"""After each cycle, what the objects say: PodGroup, Queue and NetworkTopology status and
+the Events that go with them, composed (compose.py) from the cycle's decisions and
+handed to the writer.
+
+Only news is written: a status is offered when it differs from what the object and the
+last offered write say, so an idle cluster causes no writes.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import structlog
+
+from phalanx.core.config import SchedulerConfig
+from phalanx.core.result import CycleResult, GroupDecision
+from phalanx.core.snapshot import Snapshot
+from phalanx.core.status import Reason
+from phalanx.observe.logging import group_context
+from phalanx.observe.metrics import Metrics
+from phalanx.operator.cache import Body, object_key
+from phalanx.operator.compose import group_events, podgroup_status, queue_status
+from phalanx.operator.events import Event
+from phalanx.operator.plans import PlanBook
+from phalanx.operator.topology_status import allocated_by_queue, topology_status
+from phalanx.operator.writes import Writes
+
+log = structlog.get_logger("phalanx.operator")
+
+ARRIVAL_GRACE_SECONDS = 15.0
+
+
+def creation_time(body: Body) -> float | None:
+    stamp = body.get("metadata", {}).get("creationTimestamp")
+    if not stamp:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def still_arriving(group: Body, decision: GroupDecision, now: float) -> bool:
+    """A gang whose pods are still being created is not news: no status and no Warning
+    until ARRIVAL_GRACE_SECONDS after the group was created (a 500-gang submission
+    otherwise costs 1,000 writes per cycle, most of them overwritten a second later when
+    the gang is placed, and users see alarms for jobs that are merely starting)."""
+    if decision.reason != Reason.GANG_INCOMPLETE:
+        return False
+    created = creation_time(group)
+    return created is not None and now - created < ARRIVAL_GRACE_SECONDS
+
+
+class Reports:
+    def __init__(
+        self, writes: Writes, plans: PlanBook, config: SchedulerConfig, metrics: Metrics
+    ) -> None:
+        self._writes = writes
+        self._plans = plans
+        self._config = config
+        self._metrics = metrics
+        self._running: set[str] = set()  # groups seen Running (time to running observed once)
+
+    def groups(
+        self, result: CycleResult, groups: Mapping[str, Body], now: float
+    ) -> list[tuple[str, str]]:
+        """Write each PodGroup's status and Events; returns (queue, phase) per group."""
+        phases: list[tuple[str, str]] = []
+        for decision in result.groups:
+            group = groups.get(decision.group)
+            if group is None or decision.implicit:
+                continue
+            if decision.held:  # not tried this cycle: nothing changed
+                phases.append((decision.queue, (group.get("status") or {}).get("phase", "Pending")))
+                continue
+            with group_context(decision.group, decision.queue):
+                desired = podgroup_status(group, decision, now)
+                phases.append((decision.queue, desired["phase"]))
+                self._observe_running(group, decision, desired["phase"], now)
+                self._offer(group, decision, desired, now)
+        self._plans.end_cycle()
+        return phases
+
+    def _offer(
+        self, group: Body, decision: GroupDecision, desired: dict[str, object], now: float
+    ) -> None:
+        """The group's Events and status, Events first. A gang placed this cycle has its
+        plan in that status write, and is bound once it landed."""
+        self._plans.status_field(decision.group, group, desired)
+        recorded = self._plans.recording(decision.group)
+        if recorded is None:
+            if still_arriving(group, decision, now):
+                return
+            if not decision.timed_out and not self._writes.status_changes(
+                    "podgroups", group, desired):
+                return
+        events = group_events(group, desired, decision, self._config)
+        self._writes.status("podgroups", group, desired, events, recorded)
+
+    def _observe_running(
+        self, group: Body, decision: GroupDecision, phase: str, now: float
+    ) -> None:
+        """Time to running, once per group, when this operator sees it become Running."""
+        if phase != "Running" or decision.group in self._running:
+            return
+        self._running.add(decision.group)
+        created = creation_time(group)
+        if (group.get("status") or {}).get("phase") == "Running" or created is None:
+            return  # Running before this operator looked (e.g. after a leader change)
+        self._metrics.observe_gang_running(decision.min_member, max(now - created, 0.0))
+        log.info("gang running", min_member=decision.min_member,
+                 seconds=round(now - created, 3))
+
+    def missing_groups(
+        self, result: CycleResult, waiting: Callable[[str], Sequence[Body]]
+    ) -> None:
+        """A Warning on each waiting pod that names a group which does not exist."""
+        for decision in result.groups:
+            if decision.reason == Reason.GROUP_NOT_FOUND:
+                for pod in waiting(decision.group):
+                    self._writes.event(
+                        Event(pod, "Warning", Reason.GROUP_NOT_FOUND, decision.message))
+
+    def queues(
+        self, snapshot: Snapshot, phases: Sequence[tuple[str, str]], queues: Iterable[Body]
+    ) -> None:
+        allocated = allocated_by_queue(snapshot)
+        for queue in list(queues):
+            name = object_key(queue)
+            desired = queue_status(name, phases, allocated.get(name, {}))
+            if self._writes.status_changes("queues", queue, desired):
+                self._writes.status("queues", queue, desired)
+
+    def topologies(self, snapshot: Snapshot, topologies: Iterable[Body]) -> None:
+        for topology in list(topologies):
+            desired = topology_status(snapshot, object_key(topology))
+            if desired is not None and self._writes.status_changes(
+                    "networktopologies", topology, desired):
+                self._writes.status("networktopologies", topology, desired)
+
+    def forget(self, groups: Mapping[str, Body]) -> None:
+        """Groups deleted: their last offered status and running mark go."""
+        self._writes.forget("podgroups", groups)
+        self._running &= set(groups)

@@ -1,0 +1,173 @@
+"""Every write the shell makes, in the background, through one object.
+
+Operations: `bind_gang` (bindings or pin-and-ungate patches, through the binder and its
+own semaphore), `status` (a status patch, latest wins per object), `event`, and
+`delete_pod`; the last three share the background writer's semaphore, a quarter of the
+bindings' share of the API server. A new kind of write (an eviction, a pod condition)
+joins here as one more method, so it gets the same bound and the same `settle`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.background import BackgroundWrites
+from phalanx.operator.binder import GangBinder, GangOutcome
+from phalanx.operator.cache import Body, object_key
+from phalanx.operator.compose import differs
+from phalanx.operator.events import Event, EventRecorder
+from phalanx.operator.kube.client import MERGE_PATCH, Api, group_path, pod_path
+
+log = structlog.get_logger("phalanx.operator")
+
+OnGang = Callable[[GangOutcome], Awaitable[None]]
+
+
+@dataclasses.dataclass
+class WriteCounts:
+    bound: int = 0
+    failed: int = 0
+    status_writes: int = 0
+    deleted: int = 0
+
+
+class Writes:
+    def __init__(
+        self, api: Api, assumed: AssumedPods, concurrency: int, clock: Callable[[], float]
+    ) -> None:
+        self._api = api
+        self._clock = clock
+        self.binder = GangBinder(api, assumed, concurrency, clock)
+        self.background = BackgroundWrites(max(4, concurrency // 4))
+        self.events = EventRecorder(api)
+        self.counts = WriteCounts()
+        self._offered: dict[str, Mapping[str, Any]] = {}  # status ref -> last status offered
+
+    def __len__(self) -> int:
+        """Writes in flight or queued."""
+        return len(self.background)
+
+    # -- bindings --------------------------------------------------------------------------
+
+    def bind_gang(
+        self,
+        key: str,
+        assignments: Mapping[str, str],
+        pods: Mapping[str, Body],
+        recorded: Awaitable[bool] | None,
+        then: OnGang,
+    ) -> None:
+        """Assume the gang's pods on their nodes now; bind them in the background once
+        `recorded` says the plan landed; `then` gets the outcome."""
+        writes = self.binder.place_gang(key, assignments, pods, recorded)
+
+        async def bind() -> None:
+            await then(await writes)
+
+        self.background.spawn(bind(), name=f"gang {key}")
+
+    async def bind_now(self, key: str, assignments: Mapping[str, str],
+                       pods: Mapping[str, Body]) -> GangOutcome:
+        """Bind and wait (finishing a leftover plan, before the cycle plans anything)."""
+        return await self.binder.place_gang(key, assignments, pods)
+
+    def count(self, outcome: GangOutcome) -> None:
+        self.counts.bound += len(outcome.placed)
+        self.counts.failed += len(outcome.failed)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def status_changes(self, plural: str, body: Body, desired: Mapping[str, Any]) -> bool:
+        """Neither the object nor a write already offered says `desired`."""
+        ref = status_ref(plural, body)
+        return differs(desired, body.get("status")) and self._offered.get(ref) != desired
+
+    def status(
+        self,
+        plural: str,
+        body: Body,
+        desired: Mapping[str, Any],
+        events: Sequence[Event] = (),
+        recorded: asyncio.Future[bool] | None = None,
+    ) -> None:
+        """Patch the object's status in the background after posting `events`; a write with
+        `recorded` (a plan others wait for) is never replaced by a newer one, and says
+        through it whether it landed."""
+        ref = status_ref(plural, body)
+        self._offered[ref] = desired
+
+        async def write() -> None:
+            for event in events:
+                await self.events.post(event, self._clock())
+            ok = await self._patch_status(ref, plural, body, desired)
+            if recorded is not None and not recorded.done():
+                recorded.set_result(ok)
+
+        self.background.offer(ref, write, keep=recorded is not None)
+
+    async def _patch_status(
+        self, ref: str, plural: str, body: Body, desired: Mapping[str, Any]
+    ) -> bool:
+        meta = body.get("metadata", {})
+        path = group_path(plural, meta.get("name", ""), meta.get("namespace", ""), "status")
+        reply = await self._api.request("PATCH", path, {"status": desired}, MERGE_PATCH)
+        self.counts.status_writes += 1
+        if not reply.ok:
+            if self._offered.get(ref) is desired:
+                del self._offered[ref]  # the next cycle tries again
+            log.warning("status not written", object=ref, status=reply.status,
+                        reason=reply.reason)
+        return reply.ok
+
+    def forget(self, plural: str, live: Collection[str]) -> None:
+        """Drop what was offered for objects of `plural` no longer in `live` (keys)."""
+        prefix = f"{plural}/"
+        for ref in [r for r in self._offered if r.startswith(prefix)]:
+            if ref[len(prefix):] not in live:
+                del self._offered[ref]
+
+    # -- events and deletions --------------------------------------------------------------
+
+    def event(self, event: Event) -> None:
+        """Post `event` in the background (the recorder drops a repeat)."""
+        async def post() -> None:
+            await self.events.post(event, self._clock())
+
+        self.background.spawn(self.background.bounded(post), name="event")
+
+    def delete_pod(self, pod_key: str) -> None:
+        """Delete a pod in the background (its controller recreates it)."""
+        namespace, name = pod_key.split("/", 1)
+
+        async def delete() -> None:
+            reply = await self._api.request("DELETE", pod_path(namespace, name))
+            if reply.ok or reply.status == 404:
+                self.counts.deleted += 1
+            else:
+                log.warning("pod not deleted", pod=pod_key, status=reply.status,
+                            reason=reply.reason)
+
+        self.background.spawn(self.background.bounded(delete), name=f"delete {pod_key}")
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    async def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the writes started so far; True if they all ended in time."""
+        return await self.background.settle(timeout)
+
+    async def close(self, timeout: float) -> None:
+        """Let writes in flight finish for up to `timeout` seconds, then cancel the rest
+        (a gang cut short is finished from its plan by the next leader)."""
+        if not await self.settle(timeout):
+            log.warning("writes cancelled at shutdown", left=len(self.background))
+        await self.background.cancel()
+
+
+def status_ref(plural: str, body: Body) -> str:
+    return f"{plural}/{object_key(body)}"
