@@ -5,6 +5,7 @@ LOCAL := $(CURDIR)/.local
 export PATH := $(LOCAL)/bin:$(PATH)
 export KUBECONFIG := $(LOCAL)/kubeconfig
 CLUSTER ?= examples/clusters/small.yaml
+CLUSTER_ARGS ?=
 
 .PHONY: help install tools cluster-up cluster-down run demo test test-unit test-e2e lint \
         bench bench-core bench-sim bench-e2e bench-smoke chaos clean
@@ -12,7 +13,7 @@ CLUSTER ?= examples/clusters/small.yaml
 help:
 	@echo "make run     build what is missing, start the local cluster, the operator and a demo"
 	@echo "make test    lint, unit tests and end-to-end tests on a real kube-apiserver + kwok"
-	@echo "make tools   build etcd, kube-apiserver, kube-scheduler, kubectl, kwok (cached)"
+	@echo "make tools   build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (cached)"
 	@echo "make bench   simulator and end-to-end benchmarks (minutes)"
 	@echo "make chaos   replay gangs while SIGKILLing the operator; figures in bench/README.md"
 
@@ -24,7 +25,7 @@ tools:
 	@bash hack/tools.sh
 
 cluster-up: install tools
-	@$(PYTHON) -m phalanx cluster up --cluster $(CLUSTER)
+	@$(PYTHON) -m phalanx cluster up --cluster $(CLUSTER) $(CLUSTER_ARGS)
 
 cluster-down:
 	@$(PYTHON) -m phalanx cluster down

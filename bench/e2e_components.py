@@ -19,8 +19,7 @@ from typing import Any
 
 import yaml
 
-from phalanx.cluster import LocalCluster, binaries, processes
-from phalanx.cluster.local import scheduler_config
+from phalanx.cluster import LocalCluster, binaries, components, processes
 from phalanx.cluster.ports import free_ports
 
 IDENTITY_NAMESPACE = "phalanx-bench"
@@ -126,29 +125,21 @@ def start_kube_scheduler(cluster: LocalCluster, kubeconfig: Path, qps: int, burs
     """The real kube-scheduler (default profile), as `LocalCluster.start_scheduler` runs
     it but with the account's kubeconfig; returns its pid once /healthz answers."""
     config = cluster.run_dir / "kube-scheduler.yaml"
-    config.write_text(yaml.safe_dump(scheduler_config(kubeconfig, qps, burst), sort_keys=False))
+    config.write_text(yaml.safe_dump(components.scheduler_config(kubeconfig, qps, burst),
+                                     sort_keys=False))
     (port,) = free_ports(1)
-    started = processes.start(SCHEDULER, [
-        str(binaries.binary("kube-scheduler", cluster.bin_dir)),
-        f"--config={config}", "--bind-address=127.0.0.1", f"--secure-port={port}",
-        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
-        "--v=1",
-    ], cluster.run_dir, die_with_parent=True)
+    started = processes.start(SCHEDULER, components.scheduler_args(
+        binaries.binary("kube-scheduler", cluster.bin_dir), config, kubeconfig, port,
+        cluster.options,
+    ), cluster.run_dir, die_with_parent=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if started.exit_code() is not None:
             raise RuntimeError(f"kube-scheduler exited; see {started.log}")
-        if _healthy(port):
+        if components.healthz_ok(port):
             return started.pid
         time.sleep(0.3)
     raise RuntimeError(f"kube-scheduler not healthy; see {started.log}")
-
-
-def _healthy(port: int) -> bool:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # kube-scheduler serves a throwaway self-signed cert
-    return _answers(f"https://127.0.0.1:{port}/healthz", context)
 
 
 def _answers(url: str, context: ssl.SSLContext | None = None) -> bool:

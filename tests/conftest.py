@@ -1,14 +1,21 @@
 """Shared fixtures: one real local control plane per test session, started only when an
 end-to-end test asks for it.
 
-- `cluster` (session): a started `phalanx.cluster.LocalCluster` (etcd, kube-apiserver, kwok)
-  with the Phalanx CRDs Established, the 32 nodes of examples/clusters/small.yaml Ready and
-  the NetworkTopology `default` applied. Use `cluster.kubectl(...)`, `cluster.apply(...)`,
-  `cluster.kubeconfig`, `cluster.start_scheduler()`. Tests that use it are marked e2e
-  automatically (and should say `@pytest.mark.e2e` themselves).
+- `cluster` (session): a started `phalanx.cluster.LocalCluster` (etcd, kube-apiserver,
+  kube-controller-manager, kwok) with the Phalanx CRDs Established, the 32 nodes of
+  examples/clusters/small.yaml Ready and the NetworkTopology `default` applied. Use
+  `cluster.kubectl(...)`, `cluster.apply(...)`, `cluster.kubeconfig`. Tests that use it are
+  marked e2e automatically (and should say `@pytest.mark.e2e` themselves).
+- `kube_scheduler` (function): the real kube-scheduler running on `cluster` for the test
+  (pods with `schedulerName: default-scheduler`, the default, get bound); stopped after it.
+- `workload_api_cluster` (session): a second cluster like `cluster`, started only when a test
+  asks for it, with Kubernetes v1.36's Workload API on (scheduling.k8s.io/v1alpha2 Workload
+  and PodGroup served; the alpha gates on kube-apiserver, kube-controller-manager and
+  kube-scheduler, so the Job controller makes a Workload and PodGroup per gang-able Job).
+- `workload_api_kube_scheduler` (function): kube-scheduler on that cluster, with the gates.
 - `small_cluster` (session): the description the nodes came from.
-- `namespace` (function): a fresh namespace; its pods and PodGroups are deleted afterwards
-  (there is no namespace controller to do it).
+- `namespace` (function): a fresh namespace on `cluster`, deleted afterwards (the namespace
+  controller deletes what is in it; its pods and PodGroups are deleted at once).
 - `kubectl` (function): `kubectl(*args, input=None, check=True)` against the cluster.
 - `api_client` (function, async): a kubernetes-asyncio ApiClient for the cluster;
   `api_client_factory()` gives more (an async context manager each).
@@ -29,7 +36,10 @@ from phalanx.cluster.binaries import BinariesMissing, require_all
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL_CLUSTER = REPO / "examples" / "clusters" / "small.yaml"
-CLUSTER_FIXTURES = {"cluster", "namespace", "kubectl", "api_client", "api_client_factory"}
+CLUSTER_FIXTURES = {
+    "cluster", "namespace", "kubectl", "api_client", "api_client_factory", "kube_scheduler",
+    "workload_api_cluster", "workload_api_kube_scheduler",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,24 +54,54 @@ def small_cluster() -> ClusterDescription:
     return load_description(SMALL_CLUSTER)
 
 
-@pytest.fixture(scope="session")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory, small_cluster: ClusterDescription
+def running_cluster(
+    run_dir: Path, description: ClusterDescription, workload_api: bool = False
 ) -> Iterator[LocalCluster]:
+    """A prepared cluster for the length of a fixture; fails (never skips) without binaries."""
     try:
         require_all()
     except BinariesMissing as error:
         pytest.fail(f"{error}\nThe end-to-end tests need them: run `make tools` first.")
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"), die_with_parent=True)
+    local = LocalCluster(run_dir, die_with_parent=True, workload_api=workload_api)
     local.start()
     try:
-        local.prepare(small_cluster)
+        local.prepare(description)
         yield local
     finally:
         local.stop()
     leftovers = local.pids()
     if leftovers:
         pytest.fail(f"cluster processes still alive after stop: {leftovers}")
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, small_cluster: ClusterDescription
+) -> Iterator[LocalCluster]:
+    yield from running_cluster(tmp_path_factory.mktemp("cluster"), small_cluster)
+
+
+@pytest.fixture(scope="session")
+def workload_api_cluster(
+    tmp_path_factory: pytest.TempPathFactory, small_cluster: ClusterDescription
+) -> Iterator[LocalCluster]:
+    yield from running_cluster(
+        tmp_path_factory.mktemp("workload-api-cluster"), small_cluster, workload_api=True
+    )
+
+
+@pytest.fixture
+def kube_scheduler(cluster: LocalCluster) -> Iterator[int]:
+    """kube-scheduler's pid; it runs for this test only, so tests that expect a
+    default-scheduler pod to stay Pending are not disturbed."""
+    yield cluster.start_scheduler()
+    cluster.stop_scheduler()
+
+
+@pytest.fixture
+def workload_api_kube_scheduler(workload_api_cluster: LocalCluster) -> Iterator[int]:
+    yield workload_api_cluster.start_scheduler()
+    workload_api_cluster.stop_scheduler()
 
 
 @pytest.fixture
@@ -75,11 +115,14 @@ def namespace(cluster: LocalCluster) -> Iterator[str]:
     cluster.kubectl("create", "namespace", name)
     yield name
     with contextlib.suppress(Exception):
+        # The namespace first (Terminating: no controller creates anything in it any more),
+        # then its pods at once, without grace: the next test finds their GPUs free right
+        # away, not when the namespace controller gets to them.
+        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
         cluster.kubectl(
             "delete", "pods,podgroups.scheduling.phalanx.io", "--all", "-n", name,
             "--grace-period=0", "--force", "--wait=false", check=False,
         )
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
 @pytest.fixture

@@ -39,20 +39,25 @@ def cli(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_cli_up_status_down_with_kube_scheduler(tmp_path: Path) -> None:
+def test_cli_up_status_down_with_kube_scheduler_and_the_workload_api(tmp_path: Path) -> None:
     description = tmp_path / "tiny.yaml"
     description.write_text(TINY)
     run_dir, kubeconfig = tmp_path / "run", tmp_path / "kubeconfig"
     where = ["--run-dir", str(run_dir), "--kubeconfig", str(kubeconfig)]
-    up = cli("up", "--cluster", str(description), "--scheduler", *where)
+    up = cli("up", "--cluster", str(description), "--scheduler", "--workload-api", *where)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert f"export KUBECONFIG={kubeconfig}" in up.stdout
         cluster = LocalCluster.attach(run_dir)
         started = processes.alive(run_dir)
-        assert set(started) == {"etcd", "kube-apiserver", "kwok", "kube-scheduler"}
+        assert set(started) == {
+            "etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler"
+        }
         status = cli("status", *where)
         assert status.returncode == 0 and "2 kwok nodes Ready" in status.stdout
+        assert cluster.options.workload_api  # remembered for later kube-scheduler starts
+        resources = cluster.kubectl("api-resources", "--api-group=scheduling.k8s.io").stdout
+        assert "scheduling.k8s.io/v1alpha2" in resources
         # kube-scheduler binds a default-scheduler pod onto a kwok node, where it runs.
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
@@ -90,7 +95,7 @@ def test_cold_binaries_start_and_back_to_back_starts_and_stops_leave_nothing(
     """As after a reboot: the binaries are read from disk during the exec (their command
     lines read empty meanwhile). Each start comes up, each stop ends every process."""
     run_dir = tmp_path / "run"
-    spawned = ("etcd", "kube-apiserver", "kwok")
+    spawned = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
     for round_ in range(2):
         tools = bin_dir_with(tmp_path / f"bin-{round_}", cold=spawned)
         cluster = LocalCluster(run_dir, bin_dir=tools).start()
@@ -130,7 +135,7 @@ def test_cluster_processes_die_with_the_process_that_started_them(tmp_path: Path
         pids = json.loads(owner.stdout.readline())
         started = processes.alive(run_dir)
         assert {name: identity.pid for name, identity in started.items()} == pids
-        assert set(pids) == {"etcd", "kube-apiserver", "kwok"}
+        assert set(pids) == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,22 +9,9 @@ from kubernetes_asyncio import client
 
 from phalanx.cluster import ClusterDescription, LocalCluster, node_objects
 from phalanx.cluster.labels import COMPLETE_AFTER_ANNOTATION, FAIL_AFTER_ANNOTATION
+from polling import eventually, get_json
 
 pytestmark = pytest.mark.e2e
-
-
-def eventually(probe: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """The first truthy value of `probe`, polled until `timeout` (then the last value)."""
-    deadline = time.monotonic() + timeout
-    value = probe()
-    while not value and time.monotonic() < deadline:
-        time.sleep(0.25)
-        value = probe()
-    return value
-
-
-def get_json(cluster: LocalCluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
 def test_description_nodes_are_ready_with_their_labels_and_capacity(

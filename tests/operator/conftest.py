@@ -29,7 +29,7 @@ def untaint_ready_nodes(cluster: LocalCluster) -> int:
     """Do what the node lifecycle controller would: drop `not-ready` from Ready nodes.
 
     kube-apiserver's TaintNodesByCondition admission taints every new node not-ready, and
-    the local cluster runs no kube-controller-manager to lift it once kwok reports Ready.
+    the local cluster runs no node lifecycle controller to lift it once kwok reports Ready.
     """
     rest = cluster.rest(timeout=30.0)
     lifted = 0

@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scheduler", action="store_true", help="also start the real kube-scheduler"
     )
+    parser.add_argument(
+        "--workload-api",
+        action="store_true",
+        help="serve Kubernetes v1.36's Workload API (scheduling.k8s.io/v1alpha2 Workload, "
+        "PodGroup) with its alpha feature gates on every component",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for nodes")
 
 
@@ -56,7 +62,12 @@ def _up(args: argparse.Namespace) -> int:
             return 0
         print("stopping a stale cluster first")
         existing.stop()
-    cluster = LocalCluster(args.run_dir, kubeconfig=args.kubeconfig, die_with_parent=False)
+    cluster = LocalCluster(
+        args.run_dir,
+        kubeconfig=args.kubeconfig,
+        die_with_parent=False,
+        workload_api=args.workload_api,
+    )
     started = time.monotonic()
     cluster.start()
     try:
@@ -69,6 +80,9 @@ def _up(args: argparse.Namespace) -> int:
         if args.scheduler:
             cluster.start_scheduler()
             print("kube-scheduler started")
+        if args.workload_api:
+            print("Workload API on (scheduling.k8s.io/v1alpha2); `kubectl get podgroups` now "
+                  "means the built-in kind: use `kubectl get pg` for Phalanx's")
     except BaseException:
         cluster.stop()
         raise

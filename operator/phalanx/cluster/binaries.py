@@ -7,7 +7,9 @@ from pathlib import Path
 
 from phalanx.cluster.description import repository_root
 
-NAMES = ("etcd", "kube-apiserver", "kube-scheduler", "kubectl", "kwok")
+NAMES = (
+    "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"
+)
 
 
 class BinariesMissing(FileNotFoundError):
@@ -27,7 +29,8 @@ def binary(name: str, folder: Path | None = None) -> Path:
     if not os.access(path, os.X_OK):
         raise BinariesMissing(
             f"{name} not found at {path}; run `make tools` to build etcd, kube-apiserver, "
-            "kube-scheduler, kubectl and kwok (cached under ~/.cache/phalanx)"
+            "kube-controller-manager, kube-scheduler, kubectl and kwok (cached under "
+            "~/.cache/phalanx)"
         )
     return path
 

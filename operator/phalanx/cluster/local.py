@@ -8,15 +8,18 @@ Design:
   admin by a random bearer token (group system:masters), authorizes with Node,RBAC (so a
   least-privilege ServiceAccount is really least-privilege) and signs ServiceAccount tokens
   (TokenRequest, `kubectl create token`, works).
-- The ServiceAccount admission plugin is disabled: without kube-controller-manager no
-  `default` ServiceAccount is created per namespace, and pods would otherwise be rejected.
-  Pods therefore get no token volume. Create ServiceAccounts explicitly when a test needs them.
-  TaintNodesByCondition is disabled too: it taints every new node `not-ready`, and only the
-  node lifecycle controller (absent here) would lift the taint.
-- There is no kube-controller-manager, so: no namespace finalization (a deleted namespace
-  stays Terminating and keeps its objects: delete pods yourself), no garbage collection of
-  owner references, no Job/ReplicaSet/Deployment controllers (create pods directly), no node
-  lifecycle controller (nodes never turn NotReady, pods are never evicted).
+- kube-controller-manager runs the controllers a user of a cluster relies on without naming
+  them (components.CONTROLLERS): Jobs, ReplicaSets, Deployments and StatefulSets make their
+  pods, the garbage collector deletes what a deleted owner owned, a deleted namespace is
+  emptied and removed, each namespace gets its `default` ServiceAccount. Not run: the node
+  lifecycle controller (nodes never turn NotReady, pods are never evicted) and the rest.
+- The ServiceAccount admission plugin is disabled (a pod created before its namespace's
+  `default` ServiceAccount would be refused, a race), so pods get no token volume; create
+  ServiceAccounts explicitly when a test needs a token. TaintNodesByCondition is disabled
+  too: it taints every new node `not-ready`, and only the node lifecycle controller would
+  lift the taint.
+- `workload_api=True` serves Kubernetes v1.36's Workload API (scheduling.k8s.io/v1alpha2
+  Workload and PodGroup) with its feature gates on every component (components.py).
 - kwok plays the nodes (Ready, leases) and the pods bound to them (Running; Succeeded or
   Failed after `sim.phalanx.io/complete-after-seconds` / `fail-after-seconds`; removed when
   deleted). kube-scheduler is not started unless asked (`start_scheduler`).
@@ -31,11 +34,9 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import ssl
 import subprocess
 import threading
 import time
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from phalanx.cluster import binaries, pki, processes
+from phalanx.cluster import binaries, components, pki, processes
 from phalanx.cluster.description import (
     ClusterDescription,
     load_description,
@@ -57,7 +58,7 @@ from phalanx.cluster.kwok_config import DEFAULT_LEASE_SECONDS, kwok_config_yaml
 from phalanx.cluster.ports import free_ports
 from phalanx.cluster.rest import RestClient
 
-STOP_ORDER = ("kube-scheduler", "kwok", "kube-apiserver", "etcd")
+STOP_ORDER = ("kube-scheduler", "kube-controller-manager", "kwok", "kube-apiserver", "etcd")
 STATE_FILE = "cluster.json"
 CRD_DIR = repository_root(Path(__file__).resolve().parent) / "crds"
 NODE_CREATE_WORKERS = 16
@@ -78,9 +79,13 @@ class ClusterState:
     kubeconfig: Path
     etcd_port: int
     apiserver_port: int
+    workload_api: bool = False
 
     def to_json(self) -> str:
-        data = {key: str(value) for key, value in self.__dict__.items()}
+        data = {
+            key: value if isinstance(value, bool) else str(value)
+            for key, value in self.__dict__.items()
+        }
         return json.dumps(data, indent=2) + "\n"
 
     @staticmethod
@@ -94,11 +99,13 @@ class ClusterState:
             kubeconfig=Path(data["kubeconfig"]),
             etcd_port=int(data["etcd_port"]),
             apiserver_port=int(data["apiserver_port"]),
+            workload_api=data.get("workload_api") is True,
         )
 
 
 class LocalCluster:
-    """etcd + kube-apiserver + kwok (+ kube-scheduler on demand) under `run_dir`."""
+    """etcd + kube-apiserver + kube-controller-manager + kwok (+ kube-scheduler on demand)
+    under `run_dir`."""
 
     def __init__(
         self,
@@ -107,14 +114,19 @@ class LocalCluster:
         bin_dir: Path | None = None,
         die_with_parent: bool = True,
         kwok_lease_seconds: int = DEFAULT_LEASE_SECONDS,
+        workload_api: bool = False,
+        controller_manager: bool = True,
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.kubeconfig = Path(kubeconfig).resolve() if kubeconfig else self.run_dir / "kubeconfig"
         self.bin_dir = bin_dir
         self.die_with_parent = die_with_parent
         self.kwok_lease_seconds = kwok_lease_seconds
+        self.options = components.Options(workload_api=workload_api)
+        self.controller_manager = controller_manager
         self._state: ClusterState | None = None
         self._started: dict[str, processes.Started] = {}  # what this object spawned
+        self._manager_port: int | None = None  # kube-controller-manager's, if we started it
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -126,10 +138,12 @@ class LocalCluster:
         if state_file.is_file():
             cluster._state = ClusterState.from_json(state_file.read_text())
             cluster.kubeconfig = cluster._state.kubeconfig
+            cluster.options = components.Options(workload_api=cluster._state.workload_api)
         return cluster
 
     def start(self, timeout: float = 90.0, attempts: int = 3) -> LocalCluster:
-        """Start etcd, kube-apiserver and kwok; return once /readyz answers ok.
+        """Start etcd, kube-apiserver, kube-controller-manager and kwok; return once
+        kube-apiserver's /readyz answers ok (`prepare` waits for the controller-manager).
 
         Free ports are picked before the processes bind them; if another process takes one
         in between, the start is retried on fresh ports.
@@ -159,6 +173,7 @@ class LocalCluster:
             kubeconfig=self.kubeconfig,
             etcd_port=etcd_port,
             apiserver_port=api_port,
+            workload_api=self.options.workload_api,
         )
         self._state = state
         internal_kubeconfig = self.run_dir / "kubeconfig.internal"
@@ -168,12 +183,26 @@ class LocalCluster:
         (self.run_dir / STATE_FILE).write_text(state.to_json())
         (self.run_dir / STATE_FILE).chmod(0o600)  # holds the admin token
         try:
-            self._spawn("etcd", _etcd_args(tools["etcd"], self.run_dir, etcd_port, peer_port))
+            self._spawn(
+                "etcd", components.etcd_args(tools["etcd"], self.run_dir, etcd_port, peer_port)
+            )
             self._spawn(
                 "kube-apiserver",
-                _apiserver_args(tools["kube-apiserver"], self.run_dir, credentials, state),
+                components.apiserver_args(
+                    tools["kube-apiserver"], self.run_dir, credentials, etcd_port, api_port,
+                    self.options,
+                ),
             )
             self._wait_ready(timeout)
+            if self.controller_manager:
+                (self._manager_port,) = free_ports(1)
+                self._spawn(
+                    "kube-controller-manager",
+                    components.controller_manager_args(
+                        tools["kube-controller-manager"], internal_kubeconfig, credentials,
+                        self._manager_port, self.options,
+                    ),
+                )
             kwok_config = self.run_dir / "kwok.yaml"
             kwok_config.write_text(kwok_config_yaml(self.kwok_lease_seconds))
             self._spawn(
@@ -295,13 +324,16 @@ class LocalCluster:
     # -- nodes -------------------------------------------------------------------------------
 
     def prepare(self, description: ClusterDescription, timeout: float = 120.0) -> list[str]:
-        """CRDs Established, the description's nodes Ready, NetworkTopology `default` applied.
+        """CRDs Established, the description's nodes Ready, NetworkTopology `default` applied,
+        kube-controller-manager healthy.
 
         What both `phalanx cluster up` and the test fixture do after `start`.
         """
         self.install_crds()
         names = self.add_nodes(description, topology_name="default")
         self.wait_nodes_ready(len(names), timeout=timeout)
+        if self._manager_port is not None:  # its start overlapped all of the above
+            self._wait_healthy("kube-controller-manager", self._manager_port, timeout)
         return names
 
     def add_nodes(
@@ -359,7 +391,8 @@ class LocalCluster:
     # -- kube-scheduler ----------------------------------------------------------------------
 
     def start_scheduler(self, qps: int = 500, burst: int = 1000, timeout: float = 60.0) -> int:
-        """Start the real kube-scheduler (default profile, no leader election); returns pid.
+        """Start the real kube-scheduler (default profile, no leader election, the cluster's
+        feature gates); returns its pid once /healthz answers.
 
         Idempotent: a scheduler already running for this cluster is kept.
         """
@@ -369,32 +402,24 @@ class LocalCluster:
         config = self.run_dir / "kube-scheduler.yaml"
         internal_kubeconfig = self.run_dir / "kubeconfig.internal"
         config.write_text(
-            yaml.safe_dump(scheduler_config(internal_kubeconfig, qps, burst), sort_keys=False)
+            yaml.safe_dump(
+                components.scheduler_config(internal_kubeconfig, qps, burst), sort_keys=False
+            )
         )
         (port,) = free_ports(1)
         started = self._spawn(
             "kube-scheduler",
-            [
-                str(binaries.binary("kube-scheduler", self.bin_dir)),
-                f"--config={config}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={port}",
-                f"--authentication-kubeconfig={internal_kubeconfig}",
-                f"--authorization-kubeconfig={internal_kubeconfig}",
-                "--v=1",
-            ],
+            components.scheduler_args(
+                binaries.binary("kube-scheduler", self.bin_dir), config, internal_kubeconfig,
+                port, self.options,
+            ),
         )
         try:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if _healthz_ok(f"https://127.0.0.1:{port}/healthz"):
-                    return started.pid
-                self._check_alive()
-                time.sleep(0.3)
-            raise ClusterError(f"kube-scheduler not healthy; see {started.log}")
+            self._wait_healthy("kube-scheduler", port, timeout)
         except BaseException:
             self.stop_scheduler()
             raise
+        return started.pid
 
     def stop_scheduler(self) -> None:
         processes.stop_one(self.run_dir, "kube-scheduler")
@@ -420,6 +445,17 @@ class LocalCluster:
         raise ClusterError(
             f"kube-apiserver not ready after {timeout:.0f}s; "
             f"see {self.run_dir / 'logs' / 'kube-apiserver.log'}"
+        )
+
+    def _wait_healthy(self, name: str, port: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if components.healthz_ok(port):
+                return
+            self._check_alive()
+            time.sleep(0.2)
+        raise ClusterError(
+            f"{name} not healthy after {timeout:.0f}s; see {self.run_dir / 'logs' / name}.log"
         )
 
     def _check_alive(self) -> None:
@@ -452,69 +488,3 @@ def write_kubeconfig(path: Path, state: ClusterState, context: str = "phalanx") 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
-
-
-def scheduler_config(kubeconfig: Path, qps: int, burst: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": "default-scheduler"}],
-    }
-
-
-def _healthz_ok(url: str) -> bool:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # kube-scheduler serves a throwaway self-signed cert
-    try:
-        with urllib.request.urlopen(url, context=context, timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
-
-
-def _etcd_args(etcd: Path, run_dir: Path, port: int, peer_port: int) -> list[str]:
-    peer = f"http://127.0.0.1:{peer_port}"
-    return [
-        str(etcd),
-        "--name=phalanx",
-        f"--data-dir={run_dir / 'etcd'}",
-        f"--listen-client-urls=http://127.0.0.1:{port}",
-        f"--advertise-client-urls=http://127.0.0.1:{port}",
-        f"--listen-peer-urls={peer}",
-        f"--initial-advertise-peer-urls={peer}",
-        f"--initial-cluster=phalanx={peer}",
-        "--unsafe-no-fsync",  # throwaway data: durability is not worth the latency
-        "--log-level=warn",
-        "--quota-backend-bytes=4294967296",
-    ]
-
-
-def _apiserver_args(
-    apiserver: Path, run_dir: Path, credentials: pki.Credentials, state: ClusterState
-) -> list[str]:
-    return [
-        str(apiserver),
-        f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
-        f"--secure-port={state.apiserver_port}",
-        f"--cert-dir={run_dir / 'pki'}",
-        f"--tls-cert-file={credentials.serving_cert}",
-        f"--tls-private-key-file={credentials.serving_key}",
-        f"--client-ca-file={credentials.ca_cert}",
-        f"--token-auth-file={credentials.token_file}",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-account-key-file={credentials.service_account_public_key}",
-        f"--service-account-signing-key-file={credentials.service_account_key}",
-        "--api-audiences=https://kubernetes.default.svc.cluster.local",
-        "--authorization-mode=Node,RBAC",
-        "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-        "--service-cluster-ip-range=10.96.0.0/16",
-        "--max-requests-inflight=800",
-        "--max-mutating-requests-inflight=400",
-        "--profiling=false",
-        "--v=0",
-    ]
