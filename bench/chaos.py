@@ -64,6 +64,7 @@ LEASE_NAMESPACE = "phalanx-system"
 PATIENCE = 120.0  # upper bound of any single wait; outcomes are asserted, not speed
 TRACEBACK = "Traceback (most recent call last)"
 LEASE_ATTEMPTS = "phalanx_leader_lease_attempt_seconds"
+ELECTION_FIELDS = ("LEASE_DURATION_SECONDS", "RENEW_DEADLINE_SECONDS", "RETRY_PERIOD_SECONDS")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,7 @@ class Scenario:
     bindings_before_kill: tuple[int, int]  # a kill after this many bindings (seeded)
     partial_bound_seconds: float
     settle_seconds: float = PATIENCE  # after the last kill, for every pod to be bound
+    election: tuple[float, float, float] | None = None  # lease, renew, retry; None: defaults
 
 
 @dataclasses.dataclass
@@ -192,8 +194,10 @@ class PodFeed:
 class Replicas:
     """The operator processes of a scenario: one per identity, each start a new log."""
 
-    def __init__(self, cluster: LocalCluster, workdir: Path, lease: str, count: int) -> None:
+    def __init__(self, cluster: LocalCluster, workdir: Path, lease: str, count: int,
+                 election: tuple[float, float, float] | None = None) -> None:
         self._cluster = cluster
+        self._election = election
         self._workdir = workdir
         self._lease = lease
         self.identities = [f"replica-{chr(ord('a') + i)}" for i in range(count)]
@@ -209,6 +213,9 @@ class Replicas:
             "PHALANX_LEADER_ELECTION__LEASE_NAMESPACE": LEASE_NAMESPACE,
             "PHALANX_LEADER_ELECTION__IDENTITY": identity,
         }
+        if self._election is not None:
+            for field, value in zip(ELECTION_FIELDS, self._election, strict=True):
+                env[f"PHALANX_LEADER_ELECTION__{field}"] = f"{value:g}"
         name = f"{identity}-{len(self.logs)}"
         process = OperatorProcess(name, self._cluster.kubeconfig, self._workdir, env).start()
         self.logs.append(process.log)
@@ -300,7 +307,7 @@ def run_scenario(cluster: LocalCluster, scenario: Scenario, workdir: Path,
     lock = threading.Lock()
     endpoint = Endpoint(cluster.server, cluster.token, str(cluster.ca_cert))
     feed = PodFeed(endpoint, invariants, lock).start()
-    replicas = Replicas(cluster, workdir, lease, scenario.replicas)
+    replicas = Replicas(cluster, workdir, lease, scenario.replicas, scenario.election)
     outcome = Outcome(scenario, pods=sum(g.pods for g in gangs))
     try:
         for identity in replicas.identities:
@@ -435,13 +442,16 @@ def _wait(check: Callable[[], bool], what: str, patience: float = PATIENCE) -> f
 
 # -- the full run (`make chaos`) ---------------------------------------------------------------
 
-def full_scenarios(seed: int) -> list[Scenario]:
-    return [
+def full_scenarios(seed: int, election: tuple[float, float, float] | None = None,
+                   only: str | None = None) -> list[Scenario]:
+    scenarios = [
         Scenario("restart", 1, seed, gangs=200, submit_seconds=90, runtimes=(3, 12), kills=20,
-                 bindings_before_kill=(0, 40), partial_bound_seconds=30),
+                 bindings_before_kill=(0, 40), partial_bound_seconds=30, election=election),
         Scenario("failover", 2, seed + 1, gangs=200, submit_seconds=90, runtimes=(3, 12),
-                 kills=10, bindings_before_kill=(0, 40), partial_bound_seconds=30),
+                 kills=10, bindings_before_kill=(0, 40), partial_bound_seconds=30,
+                 election=election),
     ]
+    return [s for s in scenarios if only in (None, s.name)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -451,9 +461,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster", default="examples/clusters/medium.yaml")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--render", action="store_true", help="only rewrite the README section")
+    parser.add_argument("--only", choices=["restart", "failover"], default=None)
+    parser.add_argument("--election", default=None, metavar="LEASE,RENEW,RETRY",
+                        help="leader election seconds instead of the defaults, e.g. 15,10,2")
     args = parser.parse_args(argv)
     if not args.render:
-        results = run_all(args.seed, ROOT / args.cluster, argv)
+        election = None
+        if args.election:
+            values = [float(v) for v in args.election.split(",")]
+            if len(values) != 3:
+                parser.error("--election takes three numbers: LEASE,RENEW,RETRY")
+            election = (values[0], values[1], values[2])
+        scenarios = full_scenarios(args.seed, election, args.only)
+        results = run_all(scenarios, ROOT / args.cluster, argv)
         args.output.write_text(json.dumps(results, indent=2) + "\n")
     results = json.loads(args.output.read_text())
     README.write_text(replace_section(README.read_text(), readme_section(results),
@@ -464,14 +484,15 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def run_all(seed: int, cluster_file: Path, argv: list[str] | None) -> dict[str, Any]:
+def run_all(scenarios: list[Scenario], cluster_file: Path,
+            argv: list[str] | None) -> dict[str, Any]:
     began = time.monotonic()
     description = load_description(cluster_file)
     outcomes = []
     with (tempfile.TemporaryDirectory(prefix="phalanx-chaos-") as tmp,
           LocalCluster(Path(tmp) / "cluster", die_with_parent=True) as cluster):
         cluster.prepare(description)
-        for scenario in full_scenarios(seed):
+        for scenario in scenarios:
             outcomes.append(run_scenario(cluster, scenario, Path(tmp),
                                          lambda line: print(line, flush=True)))
     return {
