@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from phalanx.api.meta import API_VERSION, Resource, SpecModel, StatusModel
+from phalanx.api.meta import API_VERSION, Condition, Resource, SpecModel, StatusModel
 from phalanx.api.names import LABEL_KEY_PATTERN, LEVEL_NAME_PATTERN
 from phalanx.core.names import HOSTNAME_LABEL
 
@@ -42,6 +42,7 @@ class TopologyDomain(StatusModel):
 
 
 class NetworkTopologyStatus(StatusModel):
+    conditions: list[Condition] | None = Field(default=None, max_length=16)
     levels: int | None = Field(default=None, ge=0)
     domains: int | None = Field(default=None, ge=0)
     nodes: int | None = Field(default=None, ge=0)
