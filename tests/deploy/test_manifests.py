@@ -87,6 +87,7 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
         | {("", "pods", v) for v in ("get", "list", "watch", "patch", "delete")}
         | {
             ("", "pods/binding", "create"),
+            ("", "pods/status", "patch"),
         }
         | {
             (phalanx, r, v)
