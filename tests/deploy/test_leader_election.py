@@ -124,14 +124,31 @@ async def test_a_hung_renewal_is_abandoned_by_the_renew_deadline() -> None:
     # A request that never answers must not keep a leader past its deadline: by then
     # another replica may already have taken the expired lease.
     api, clock, log = FakeLeases(), Clock(), Log()
-    a = elector(api, "a", clock, log)
+    quick = SETTINGS.model_copy(update={"lease_duration_seconds": 0.4,
+                                        "renew_deadline_seconds": 0.3,
+                                        "retry_period_seconds": 0.05})
+    a = LeaderElector(api, quick, "a", on_started_leading=log.recorder("a", "started"),
+                      on_stopped_leading=log.recorder("a", "stopped"), clock=clock,
+                      wall_clock=lambda: datetime.fromtimestamp(clock.now, UTC))
     await a.step()
     api.hang = True
-    clock.now += SETTINGS.renew_deadline_seconds  # the attempt gets no time left
+    clock.now += quick.renew_deadline_seconds + 0.01  # past it: the attempt gets its floor
     async with asyncio.timeout(5):  # a guard against a hang, not a measurement
         await a.step()
     assert not a.is_leader
     assert log.events == ["a started", "a stopped"]
+
+
+async def test_a_leader_stalled_past_its_deadline_renews_if_nobody_took_the_lease() -> None:
+    # The event loop was busy (a long cycle, a big LIST): the deadline passed on the clock,
+    # but the lease is still ours, and the conditional write proves it.
+    api, clock, log = FakeLeases(), Clock(), Log()
+    a = elector(api, "a", clock, log)
+    await a.step()
+    clock.now += SETTINGS.renew_deadline_seconds + 0.5
+    await a.step()
+    assert a.is_leader and api.holder == "a"
+    assert log.events == ["a started"]
 
 
 async def test_leader_steps_down_at_once_when_another_holds_the_lease() -> None:

@@ -126,13 +126,18 @@ class LeaderElector:
             await self._step_down(f"lost the lease to {self.holder or 'nobody'}")
 
     def _attempt_limit(self, now: float) -> float:
-        """How long one attempt may take: a leader's must end before its renew deadline
-        (a request hanging past it would keep a leader that others think is gone); a
-        candidate's gets the whole renew deadline."""
-        deadline = self.settings.renew_deadline_seconds
+        """How long one attempt may take. A leader's ends by its renew deadline: a request
+        hanging past it would keep a leader that the others may think gone. It still gets
+        a short floor (a retry period, at most the gap between deadline and lease), so a
+        leader whose event loop was stalled past the deadline tries once more instead of
+        giving up: the write carries the resourceVersion it read, so it can only succeed
+        if nobody took the lease meanwhile. A candidate gets the whole renew deadline."""
+        le = self.settings
         if self._leader:
-            return max(0.001, self._last_renewal + deadline - now)
-        return deadline
+            floor = min(le.retry_period_seconds,
+                        le.lease_duration_seconds - le.renew_deadline_seconds)
+            return max(floor, self._last_renewal + le.renew_deadline_seconds - now)
+        return le.renew_deadline_seconds
 
     async def release(self) -> None:
         """Hand the lease over at once instead of letting it expire."""
