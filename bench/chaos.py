@@ -30,6 +30,7 @@ import json
 import platform
 import random
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,7 @@ class Outcome:
     pods: int
     kills: int = 0
     recoveries: list[float] = dataclasses.field(default_factory=list)  # kill -> first binding
+    handover: float | None = None  # SIGTERM to the leader -> the standby's first binding
     longest_partial: float = 0.0
     overcommits: list[Overcommit] = dataclasses.field(default_factory=list)
     unbound: list[str] = dataclasses.field(default_factory=list)
@@ -132,6 +134,7 @@ class Outcome:
             "pods": self.pods, "kills": self.kills, "killsSurvived": len(self.recoveries),
             "recoverySeconds": [round(r, 2) for r in self.recoveries],
             "recoveryMaxSeconds": round(max(self.recoveries, default=0.0), 2),
+            "handoverSeconds": None if self.handover is None else round(self.handover, 2),
             "longestPartialSeconds": round(self.longest_partial, 2),
             "partialBoundSeconds": s.partial_bound_seconds,
             "overcommits": len(self.overcommits), "unbound": len(self.unbound),
@@ -258,6 +261,14 @@ class Replicas:
         self.read_lease_attempts()
         self.running.pop(identity).kill()
 
+    def terminate(self, identity: str) -> OperatorProcess:
+        """SIGTERM, as a rolling update stops a pod; the process, still exiting."""
+        self.read_lease_attempts()
+        process = self.running.pop(identity)
+        assert process.process is not None
+        process.process.send_signal(signal.SIGTERM)
+        return process
+
     def read_lease_attempts(self) -> None:
         """Fold every running replica's lease-attempt histogram into `lease_attempts`."""
         for process in self.running.values():
@@ -348,6 +359,10 @@ def run_scenario(cluster: LocalCluster, scenario: Scenario, workdir: Path,
                      f"after {wanted} bindings; first binding {bound_at - killed:.2f}s later")
             if scenario.replicas > 1:
                 replicas.start(leader)  # back as the standby
+        if scenario.replicas > 1:
+            outcome.handover = _handover(cluster, replicas, namespace, invariants, lock)
+            progress(f"{scenario.name}: SIGTERM to the leader; first binding "
+                     f"{outcome.handover:.2f}s later")
         submitter.join()
         with contextlib.suppress(TimeoutError):
             _wait(lambda: not _unbound_locked(invariants, lock), "every pod bound",
@@ -418,6 +433,22 @@ class Submitter:
                         self.failures.append(f"{body['metadata']['name']}: {reply.status}")
         finally:
             self._done.set()
+
+
+def _handover(cluster: LocalCluster, replicas: Replicas, namespace: str,
+              invariants: Invariants, lock: threading.Lock) -> float:
+    """SIGTERM to the leader (its lease released on the way out) -> the standby's first
+    binding; the stopped replica comes back as the standby."""
+    leader = replicas.wait_settled()
+    process = replicas.terminate(leader)
+    began = time.monotonic()
+    probe = "probe-handover"
+    cluster.rest().post(f"/api/v1/namespaces/{namespace}/pods", probe_object(probe, namespace))
+    bound_at = _wait(lambda: _probe_bound(invariants, lock, namespace, probe), "handover probe")
+    assert process.process is not None
+    replicas.exit_codes.append(process.process.wait(PATIENCE))
+    replicas.start(leader)
+    return bound_at - began
 
 
 def _bound_count(invariants: Invariants) -> int:
@@ -531,17 +562,20 @@ def readme_section(results: dict[str, Any]) -> str:
         f"{results['cluster']['nodes']} kwok nodes ({results['cluster']['gpus']} GPUs, "
         f"`{results['cluster']['file']}`).", "",
         "| scenario | replicas | gangs (pods) | kills survived | kill -> first binding, "
-        "median (max) | longest partial gang | overcommits | pods lost | tracebacks |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "median (max) | SIGTERM -> first binding | longest partial gang | overcommits | "
+        "pods lost | tracebacks |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in results["scenarios"]:
         recoveries = sorted(s["recoverySeconds"])
         median = recoveries[len(recoveries) // 2] if recoveries else 0.0
+        handover = "-" if s.get("handoverSeconds") is None else f"{s['handoverSeconds']:.1f} s"
         lines.append(
             f"| {s['scenario']} | {s['replicas']} | {s['gangs']} ({s['pods']}) | "
             f"{s['killsSurvived']}/{s['kills']} | {median:.1f} s ({s['recoveryMaxSeconds']:.1f} s)"
-            f" | {s['longestPartialSeconds']:.1f} s (bound {s['partialBoundSeconds']:g} s) | "
-            f"{s['overcommits']} | {s['unbound']} | {s['tracebacks']} |")
+            f" | {handover} | {s['longestPartialSeconds']:.1f} s (bound "
+            f"{s['partialBoundSeconds']:g} s) | {s['overcommits']} | {s['unbound']} | "
+            f"{s['tracebacks']} |")
     attempts = sum(s["leaseAttempts"] for s in results["scenarios"])
     over = sum(s["leaseAttemptsOver1s"] for s in results["scenarios"])
     slowest = max(s["slowestLeaseAttemptSecondsAtMost"] for s in results["scenarios"])

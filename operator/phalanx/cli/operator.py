@@ -199,9 +199,7 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
         raise NoClusterConfig(f"cannot use kubeconfig {where}: {err}") from None
     config = OperatorConfig.from_settings(settings)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    take_signals(stop)
 
     async def work(stop_work: asyncio.Event, leading: asyncio.Event) -> None:
         waits = [asyncio.create_task(e.wait()) for e in (leading, stop_work)]
@@ -216,12 +214,15 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
         # Created before Kopf starts: Kopf cancels the tasks created on its loop after that.
         synced = asyncio.create_task(
             report_synced(operator.loop.ready, health, settings.timeouts.cache_sync_seconds))
+        kopf_ready = asyncio.Event()
+        signals = asyncio.create_task(take_signals_back(kopf_ready, stop))
         try:
-            await operator.run(stop=stop_work)
+            await operator.run(stop=stop_work, ready=kopf_ready)
         finally:
-            synced.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await synced
+            for task in (synced, signals):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     election = settings.leader_election
     lease_api = KubeApi(k8s.ApiClient(configuration)) if election.enabled else None
@@ -239,6 +240,21 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
             await lease_api.close()
     log().info("operator exiting", code=code)
     return code
+
+
+def take_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def take_signals_back(kopf_ready: asyncio.Event, stop: asyncio.Event) -> None:
+    """Kopf installs its own SIGINT/SIGTERM handlers when it starts; once it is up, route
+    the signals to the replica's `stop` again. Otherwise Kopf stops by itself, the replica
+    hears nothing, and Kopf waits 5 s for its stop-flag watcher before the lease is
+    released: a rolling update would hand over 5 s late."""
+    await kopf_ready.wait()
+    take_signals(stop)
 
 
 async def report_synced(synced: asyncio.Event, health: Any, limit: float) -> None:

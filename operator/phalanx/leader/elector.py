@@ -92,8 +92,11 @@ class LeaderElector:
         try:
             while not stop.is_set():
                 await self.step()
+                # No task per wait (asyncio.wait_for would make one): Kopf, stopping, waits
+                # for every task created after it started, and this loop outlives it.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.settings.retry_period_seconds)
+                    async with asyncio.timeout(self.settings.retry_period_seconds):
+                        await stop.wait()
         except asyncio.CancelledError:
             await self._step_down("cancelled")
             raise

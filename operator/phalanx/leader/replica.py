@@ -12,7 +12,6 @@ still go out after another replica took over (client-go's leader election does t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -53,17 +52,24 @@ async def run_replica(
         return STOPPED
     stop_work = asyncio.Event()
     campaign_stop = asyncio.Event()
+    # Every wait is a task made before the work starts: Kopf, when it stops, waits up to
+    # 5 s for the tasks created after it started, which would delay the lease's release.
+    stopped = asyncio.create_task(stop.wait())
+    elected = asyncio.create_task(elector.leading.wait())
+    deposed = asyncio.create_task(elector.deposed.wait())
+    waits = (stopped, elected, deposed)
     campaign = asyncio.create_task(elector.run(campaign_stop), name="phalanx leader election")
     running = asyncio.create_task(_run(work, stop_work, leading), name="phalanx replica work")
     try:
         health.set_ready(True, "standing by")
-        await _first(elector.leading.wait(), stop.wait(), campaign, running)
+        await asyncio.wait((elected, stopped, campaign, running),
+                           return_when=asyncio.FIRST_COMPLETED)
         if campaign.done():
             campaign.result()  # the campaign never ends on its own: raise what broke it
         if not stop.is_set() and not running.done():
             metrics.set_leader(True)
             leading.set()
-            await _first(stop.wait(), elector.deposed.wait(), running)
+            await asyncio.wait((stopped, deposed, running), return_when=asyncio.FIRST_COMPLETED)
         if elector.deposed.is_set() and not stop.is_set():
             log.error("lost the leader lease; stopping to restart as a follower")
         stop_work.set()
@@ -75,6 +81,8 @@ async def run_replica(
         raise
     finally:
         metrics.set_leader(False)
+        for wait in waits:
+            wait.cancel()
         if not campaign.done():
             campaign_stop.set()  # graceful: release the lease for a fast handover
             await campaign
@@ -82,16 +90,3 @@ async def run_replica(
 
 async def _run(work: Work, stop_work: asyncio.Event, leading: asyncio.Event) -> None:
     await work(stop_work, leading)
-
-
-async def _first(*waits: Awaitable[object]) -> None:
-    """Wait until one of `waits` is done; cancel the waits created here (not given tasks)."""
-    futures = [asyncio.ensure_future(w) for w in waits]
-    created = [f for f, w in zip(futures, waits, strict=True) if f is not w]
-    try:
-        await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for future in created:
-            future.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*created, return_exceptions=True)
