@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from phalanx.core.model import PodInfo
 from phalanx.core.placement import GangRequest, place_gang
-from phalanx.core.preemption.room import DomainRoom
+from phalanx.core.preemption.room import DomainRoom, Vector, resource_names
 from phalanx.core.preemption.search import Allowed, Cost, choose
 from phalanx.core.preemption.units import Unit
 from phalanx.core.routes import Route
@@ -48,6 +48,7 @@ class Finder:
                 self.leaving.append((pod, position[pod.node_name]))
         self._by_domain: dict[tuple[str | None, int], dict[int, list[Unit]]] = {}
         self._inside: dict[tuple[str | None, int], frozenset[int]] = {}
+        self._vectors: dict[tuple[str, ...], dict[int, Vector]] = {}
 
     def leave(self, units: Sequence[Unit]) -> None:
         """Victims just chosen: later searches in this cycle count their room as freed."""
@@ -100,7 +101,8 @@ class Finder:
             leaving = [(p, n) for p, n in self.leaving if n in inside]
             if not units and not leaving:
                 continue
-            room = DomainRoom(state, request.demand, topology, domain, inside)
+            vectors = self._vectors.setdefault(resource_names(request.demand), {})
+            room = DomainRoom(state, request.demand, topology, domain, inside, vectors)
             room.take(leaving)
             chosen = choose(room, units, allowed, cost)
             if chosen is not None:

@@ -12,12 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from phalanx.core.model import PodInfo
+from phalanx.core.preemption.units import Unit
 from phalanx.core.shapes import Shape
 from phalanx.core.state import CycleState
 
+Vector = tuple[tuple[int, tuple[int, ...], int], ...]
+
 
 class DomainRoom:
-    """Room for `demand` inside one domain, as pods are taken away and put back."""
+    """Room for `demand` inside one domain, as pods are taken away and put back.
+
+    Only the resources the gang asks for matter; a unit's pods are summed per node into
+    a vector of those resources once (`vectors`, shared by every room of the cycle that
+    asks for the same resources), so taking a unit costs one update per node."""
 
     def __init__(
         self,
@@ -26,43 +33,75 @@ class DomainRoom:
         topology: str | None,
         domain: int,
         inside: frozenset[int] | None,
+        vectors: dict[int, Vector] | None = None,
     ) -> None:
         self.state = state
         self.demand = demand
         self.inside = inside  # nodes of the domain (None: every node)
         self.counts = [state.shape(shape) for shape, _ in demand]
         self.totals = [state.domain_counts(shape, topology)[domain] for shape, _ in demand]
-        self.freed: dict[int, dict[str, int]] = {}
+        self.needs = [count for _, count in demand]
+        self.names = resource_names(demand)
+        column = {name: i for i, name in enumerate(self.names)}
+        self.asks = [
+            tuple((column[name], name, amount) for name, amount in shape.requests)
+            for shape, _ in demand
+        ]
+        self.freed: dict[int, list[int]] = {}
         self.freed_pods: dict[int, int] = {}
         self.rooms: dict[int, list[int]] = {}
-        self.needs = [count for _, count in demand]
-        self.names = sorted({name for shape, _ in demand for name, _ in shape.requests})
+        self.vectors: dict[int, Vector] = {} if vectors is None else vectors
 
     def fits(self) -> bool:
         return all(total >= count for total, count in zip(self.totals, self.needs, strict=True))
 
     def take(self, pods: Iterable[tuple[PodInfo, int]]) -> None:
-        self._change(pods, 1)
+        self._apply(self._vector_of(pods), 1)
 
     def give_back(self, pods: Iterable[tuple[PodInfo, int]]) -> None:
-        self._change(pods, -1)
+        self._apply(self._vector_of(pods), -1)
 
-    def _change(self, pods: Iterable[tuple[PodInfo, int]], sign: int) -> None:
-        """Only the resources the gang asks for matter to its room."""
-        touched: set[int] = set()
-        inside, names = self.inside, self.names
+    def take_units(self, units: Iterable[Unit]) -> None:
+        for unit in units:
+            self._apply(self._unit_vector(unit), 1)
+
+    def give_units(self, units: Iterable[Unit]) -> None:
+        for unit in units:
+            self._apply(self._unit_vector(unit), -1)
+
+    def _unit_vector(self, unit: Unit) -> Vector:
+        vector = self.vectors.get(id(unit))
+        if vector is None:
+            vector = self.vectors[id(unit)] = self._vector_of(
+                zip(unit.pods, unit.nodes, strict=True)
+            )
+        return vector
+
+    def _vector_of(self, pods: Iterable[tuple[PodInfo, int]]) -> Vector:
+        names = self.names
+        per_node: dict[int, list[int]] = {}
         for pod, node in pods:
+            amounts = per_node.get(node)
+            if amounts is None:
+                amounts = per_node[node] = [0] * (len(names) + 1)
+            requests = pod.requests
+            for i, name in enumerate(names):
+                amounts[i] += requests.get(name, 0)
+            amounts[-1] += 1
+        return tuple((node, tuple(a[:-1]), a[-1]) for node, a in per_node.items())
+
+    def _apply(self, vector: Vector, sign: int) -> None:
+        inside, width = self.inside, len(self.names)
+        for node, amounts, count in vector:
             if inside is not None and node not in inside:
                 continue
             freed = self.freed.get(node)
             if freed is None:
-                freed = self.freed[node] = dict.fromkeys(names, 0)
-            requests = pod.requests
-            for name in names:
-                freed[name] += sign * requests.get(name, 0)
-            self.freed_pods[node] = self.freed_pods.get(node, 0) + sign
-            touched.add(node)
-        for node in touched:
+                freed = self.freed[node] = [0] * width
+                self.freed_pods[node] = 0
+            for i, amount in enumerate(amounts):
+                freed[i] += sign * amount
+            self.freed_pods[node] += sign * count
             self._recount(node)
 
     def _recount(self, node: int) -> None:
@@ -72,17 +111,21 @@ class DomainRoom:
         pods_free = self.state.pods_free[node] + self.freed_pods[node]
         before = self.rooms.get(node)
         after: list[int] = []
-        for i, (shape, _) in enumerate(self.demand):
+        for i, asks in enumerate(self.asks):
             counts = self.counts[i]
             old = counts.node[node] if before is None else before[i]
             new = pods_free if counts.static[node] is None else 0
-            for name, amount in shape.requests:
+            for column, name, amount in asks:
                 if new <= 0:
                     break
-                fits = (base.get(name, 0) + freed[name]) // amount
+                fits = (base.get(name, 0) + freed[column]) // amount
                 if fits < new:
                     new = fits
             new = max(new, 0)
             self.totals[i] += new - old
             after.append(new)
         self.rooms[node] = after
+
+
+def resource_names(demand: tuple[tuple[Shape, int], ...]) -> tuple[str, ...]:
+    return tuple(sorted({name for shape, _ in demand for name, _ in shape.requests}))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from phalanx.core.model import PodInfo
 from phalanx.core.preemption.room import DomainRoom
 from phalanx.core.preemption.units import Unit
 
@@ -57,7 +56,7 @@ def choose(
     for unit in units:
         if not allowed([*chosen, unit]):
             continue
-        room.take(zip(unit.pods, unit.nodes, strict=True))
+        room.take_units((unit,))
         chosen.append(unit)
         if room.fits():
             break
@@ -90,12 +89,11 @@ def _pool(
 def _prune(room: DomainRoom, chosen: list[Unit]) -> list[Unit]:
     kept = list(chosen)
     for unit in reversed(chosen):
-        pods = list(zip(unit.pods, unit.nodes, strict=True))
-        room.give_back(pods)
+        room.give_units((unit,))
         if room.fits():
             kept.remove(unit)
         else:
-            room.take(pods)
+            room.take_units((unit,))
     return kept
 
 
@@ -114,17 +112,13 @@ def _cheapest(
             continue
         if not allowed(subset):
             continue
-        room.take(_pods(subset))
+        room.take_units(subset)
         fits = room.fits()
-        room.give_back(_pods(subset))
+        room.give_units(subset)
         if fits:
             best, best_cost = subset, subset_cost
     return best
 
 
-def _pods(units: Sequence[Unit]) -> list[tuple[PodInfo, int]]:
-    return [pair for unit in units for pair in zip(unit.pods, unit.nodes, strict=True)]
-
-
 def _give_back(room: DomainRoom, units: Sequence[Unit]) -> None:
-    room.give_back(_pods(units))
+    room.give_units(units)

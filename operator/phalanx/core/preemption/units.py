@@ -10,8 +10,8 @@ then fewest GPUs, then fewest pods, then the most recently started.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from phalanx.core.model import PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
@@ -31,7 +31,7 @@ class Unit:
     priority: int
     pods: tuple[PodInfo, ...]
     nodes: tuple[int, ...]
-    requests: dict[str, int]
+    requests: Mapping[str, int]
     whole: bool
     started: float
     gpus: int
@@ -46,8 +46,11 @@ def build_units(index: ClusterIndex, group_priority: dict[GroupKey, int]) -> tup
     """Every evictable unit of the snapshot, cheapest first. `group_priority` is each
     group's priority as the cycle computed it (its PriorityClass, else its pods')."""
     refused = index.eviction_refused
+    position = index.node_position
     units: list[Unit] = []
     for key, pods in index.members.items():
+        if not pods.running:
+            continue
         group = index.groups.get(key)
         if group is None and not all(is_ours(p) for p in pods.running):
             continue
@@ -56,10 +59,10 @@ def build_units(index: ClusterIndex, group_priority: dict[GroupKey, int]) -> tup
         minimum = group.min_member if group is not None else 1
         units.extend(_group_units(index, key, queue, priority, pods, minimum, refused))
     for pod in index.loose_running:
-        if pod.key not in refused:
-            units.append(_unit(index, pod.key, None, DEFAULT_QUEUE, index.pod_priority(pod),
-                               (pod,), whole=True))  # fmt: skip
-    units = [u for u in units if u.nodes]
+        name = pod.key
+        if pod.node_name in position and name not in refused:
+            priority = index.pod_priority(pod)
+            units.append(_unit(index, name, None, DEFAULT_QUEUE, priority, (pod,), whole=True))
     units.sort(key=Unit.order)
     return tuple(units)
 
@@ -77,20 +80,19 @@ def _group_units(
     min_member: int,
     refused: frozenset[str],
 ) -> list[Unit]:
-    running = [p for p in pods.running if p.node_name in index.node_position]
+    position = index.node_position
+    running = tuple(p for p in pods.running if p.node_name in position)
     if not running:
         return []
     units: list[Unit] = []
     if not refused or not any(p.key in refused for p in running):
         exact = len(running) == len(pods.running) and not any(p.terminating for p in pods.pods)
         requests = pods.running_requests if exact else None
-        units.append(
-            _unit(index, key, key, queue, priority, tuple(running), whole=True, requests=requests)
-        )
+        units.append(_unit(index, key, key, queue, priority, running, True, requests))
     spare = len(running) - min_member
     if spare > 0:  # any of them may go, as long as at most `spare` of the group do
         units.extend(
-            replace(_unit(index, p.key, key, queue, priority, (p,), whole=False), spare=spare)
+            _unit(index, p.key, key, queue, priority, (p,), False, spare=spare)
             for p in running
             if not refused or p.key not in refused
         )
@@ -103,27 +105,28 @@ def _unit(
     group: GroupKey | None,
     queue: str,
     priority: int,
-    pods: tuple[PodInfo, ...],
+    placed: tuple[PodInfo, ...],
     whole: bool,
-    requests: dict[str, int] | None = None,
+    requests: Mapping[str, int] | None = None,
+    spare: int = 0,
 ) -> Unit:
-    """`requests`: the pods' total when the caller knows it already."""
+    """`placed`: pods on known nodes; `requests`: their total, when the caller knows it."""
     position = index.node_position
-    placed = tuple(p for p in pods if p.node_name in position)
-    if requests is None or len(placed) != len(pods):
-        requests = total_of(p.requests for p in placed)
-    started = [p.started_at for p in placed if p.started_at is not None]
+    if requests is None:
+        requests = placed[0].requests if len(placed) == 1 else total_of(p.requests for p in placed)
+    starts = [p.started_at for p in placed if p.started_at is not None]
     return Unit(
         key=key,
         group=group,
         queue=queue,
         priority=priority,
         pods=placed,
-        nodes=tuple(position[str(p.node_name)] for p in placed),
+        nodes=tuple([position[p.node_name] for p in placed]),  # type: ignore[index]
         requests=requests,
         whole=whole,
-        started=max(started) if started else 0.0,
+        started=max(starts) if starts else 0.0,
         gpus=requests.get(GPU, 0),
+        spare=spare,
     )
 
 
