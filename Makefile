@@ -7,8 +7,8 @@ export KUBECONFIG := $(LOCAL)/kubeconfig
 CLUSTER ?= examples/clusters/small.yaml
 CLUSTER_ARGS ?=
 
-.PHONY: help install tools cluster-up cluster-down run demo test test-unit test-e2e lint \
-        bench bench-core bench-sim bench-e2e bench-smoke chaos clean
+.PHONY: help install tools controllers cluster-up cluster-down run demo test test-unit test-e2e \
+        lint bench bench-core bench-sim bench-e2e bench-smoke chaos clean
 
 help:
 	@echo "make run     build what is missing, start the local cluster, the operator and a demo"
@@ -23,6 +23,9 @@ install:
 
 tools:
 	@bash hack/tools.sh
+
+controllers:
+	@bash hack/controllers.sh
 
 cluster-up: install tools
 	@$(PYTHON) -m phalanx cluster up --cluster $(CLUSTER) $(CLUSTER_ARGS)

@@ -13,6 +13,8 @@ end-to-end test asks for it.
   and PodGroup served; the alpha gates on kube-apiserver, kube-controller-manager and
   kube-scheduler, so the Job controller makes a Workload and PodGroup per gang-able Job).
 - `workload_api_kube_scheduler` (function): kube-scheduler on that cluster, with the gates.
+- `jobset_controller`, `lws_controller`, `kubeflow_controller` (session): the real workload
+  controllers on `cluster` (tests/controller_fixtures.py).
 - `small_cluster` (session): the description the nodes came from.
 - `namespace` (function): a fresh namespace on `cluster`, deleted afterwards (the namespace
   controller deletes what is in it; its pods and PodGroups are deleted at once).
@@ -31,6 +33,13 @@ from typing import Any
 
 import pytest
 
+from controller_fixtures import (  # noqa: F401 (fixtures, registered by being here)
+    BUILDS,
+    build_for,
+    jobset_controller,
+    kubeflow_controller,
+    lws_controller,
+)
 from phalanx.cluster import ClusterDescription, LocalCluster, load_description
 from phalanx.cluster.binaries import BinariesMissing, require_all
 
@@ -38,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL_CLUSTER = REPO / "examples" / "clusters" / "small.yaml"
 CLUSTER_FIXTURES = {
     "cluster", "namespace", "kubectl", "api_client", "api_client_factory", "kube_scheduler",
-    "workload_api_cluster", "workload_api_kube_scheduler",
+    "workload_api_cluster", "workload_api_kube_scheduler", *BUILDS,
 }
 
 
@@ -47,6 +56,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the workload controllers the selected tests use before the first test runs."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    needed = {name for item in session.items for name in BUILDS
+              if name in getattr(item, "fixturenames", ())}
+    if needed and reporter is not None:
+        reporter.write_line(f"building the controllers of {', '.join(sorted(needed))} "
+                            "(hack/controllers.sh; minutes the first time, cached after)")
+    build_for(session.items)
 
 
 @pytest.fixture(scope="session")

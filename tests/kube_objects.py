@@ -62,3 +62,57 @@ def replica_set(name: str, replicas: int) -> dict[str, Any]:
             "template": pod_template(labels, restart_policy="Always"),
         },
     }
+
+
+def jobset(
+    name: str, replicas: int, parallelism: int, scheduler: str = "default-scheduler"
+) -> dict[str, Any]:
+    """A JobSet of one replicated Job (`replicas` copies, each `parallelism` pods)."""
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicatedJobs": [{
+                "name": "workers",
+                "replicas": replicas,
+                "template": {"spec": {
+                    "parallelism": parallelism,
+                    "completions": parallelism,
+                    "backoffLimit": 0,
+                    "template": pod_template(scheduler=scheduler),
+                }},
+            }],
+        },
+    }
+
+
+def leader_worker_set(
+    name: str, replicas: int, size: int, scheduler: str = "default-scheduler"
+) -> dict[str, Any]:
+    """`replicas` groups of `size` pods (a leader and size - 1 workers)."""
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "leaderWorkerTemplate": {
+                "size": size,
+                "workerTemplate": pod_template(scheduler=scheduler, restart_policy="Always"),
+            },
+        },
+    }
+
+
+def train_job(name: str, nodes: int, runtime: str = "torch-distributed") -> dict[str, Any]:
+    """A Kubeflow Trainer v2 TrainJob on one of the release's ClusterTrainingRuntimes."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": runtime},
+            "trainer": {"numNodes": nodes},
+        },
+    }

@@ -41,48 +41,12 @@ class Credentials:
 def write_credentials(folder: Path) -> Credentials:
     """Create fresh credentials under `folder` (mode 0600 for secrets)."""
     folder.mkdir(parents=True, exist_ok=True)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "phalanx-local-ca")])
-    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True,
-                content_commitment=False, key_encipherment=False, data_encipherment=False,
-                key_agreement=False, encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    serving_key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = [
-        x509.DNSName(name)
-        for name in (
-            "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-            "kubernetes.default.svc.cluster.local",
-        )
-    ]
-    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", SERVICE_IP)]
-    serving_cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(serving_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    ca_key, ca_cert = _authority("phalanx-local-ca")
+    serving_key, serving_cert = _serving(
+        ca_key, ca_cert, "kube-apiserver",
+        dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+             "kubernetes.default.svc.cluster.local"),
+        ips=("127.0.0.1", SERVICE_IP),
     )
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     token = secrets.token_hex(24)
@@ -111,6 +75,81 @@ def write_credentials(folder: Path) -> Credentials:
         secret=True,
     )
     return credentials
+
+
+@dataclass(frozen=True)
+class ServingPair:
+    """A TLS server's certificate and key for 127.0.0.1, and the CA a client trusts it by."""
+
+    ca_cert: Path
+    cert: Path
+    key: Path
+
+
+def write_loopback_serving(folder: Path, name: str) -> ServingPair:
+    """A fresh CA and a serving certificate for 127.0.0.1 and localhost, in the file names
+    controller-runtime's webhook server reads from its certificate folder (tls.crt, tls.key):
+    kube-apiserver calls a webhook served on loopback and verifies it against `ca.crt`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ca_key, ca_cert = _authority(f"{name}-local-ca")
+    key, cert = _serving(ca_key, ca_cert, name, dns=("localhost",), ips=("127.0.0.1",))
+    pair = ServingPair(ca_cert=folder / "ca.crt", cert=folder / "tls.crt", key=folder / "tls.key")
+    _write(pair.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM))
+    _write(pair.cert, cert.public_bytes(serialization.Encoding.PEM))
+    _write(pair.key, _private_pem(key), secret=True)
+    return pair
+
+
+def _authority(common_name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, key_cert_sign=True, crl_sign=True,
+                content_commitment=False, key_encipherment=False, data_encipherment=False,
+                key_agreement=False, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return key, cert
+
+
+def _serving(
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_cert: x509.Certificate,
+    common_name: str,
+    dns: tuple[str, ...],
+    ips: tuple[str, ...],
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns]
+    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return key, cert
 
 
 def _private_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Build the workload controllers the integration tests run against (JobSet, LeaderWorkerSet,
+# Kubeflow Trainer) from their Go modules, pinned, into a cache outside the checkout, and link
+# them into .local/bin; their CRDs and webhook configurations (and Trainer's runtimes) are
+# copied from the module's own manifests into .local/controllers/NAME.
+#
+#   bash hack/controllers.sh [jobset] [lws] [trainer]     (default: all three)
+#
+# Each is built inside its own module, with its own go.mod and go.sum, as its authors build
+# it. The end-to-end fixtures call this script for the controller a test needs, so only the
+# tests that use a controller pay for its build (minutes, once; later runs only link).
+set -euo pipefail
+
+JOBSET_VERSION="${JOBSET_VERSION:-v0.11.1}"
+LWS_VERSION="${LWS_VERSION:-v0.8.0}"
+TRAINER_VERSION="${TRAINER_VERSION:-v2.2.0}"
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE_ROOT="${PHALANX_TOOLS_CACHE_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/phalanx}"
+LINKS="$ROOT/.local/bin"
+MANIFESTS="$ROOT/.local/controllers"
+export GOFLAGS="-buildvcs=false -trimpath -mod=readonly"
+export CGO_ENABLED=0
+export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+START=$(date +%s)
+
+log() { printf '[controllers %4ss] %s\n' "$(( $(date +%s) - START ))" "$*"; }
+fail() { log "FAILED: $1"; [ -f "$2" ] && tail -n 30 "$2" | sed 's/^/    /'; exit 1; }
+
+# build NAME MODULE VERSION PACKAGE CRD_DIR WEBHOOK_FILES [EXTRA_FILES]
+# (file lists are globs relative to the module; EXTRA_FILES go to extra/)
+build() {
+  local name="$1" module="$2" version="$3" package="$4" crds="$5" webhooks="$6" extra="${7:-}"
+  local cache="$CACHE_ROOT/controllers/$name-$version"
+  local binary="$cache/bin/$name" logf="$cache/build.log"
+  mkdir -p "$cache/bin" "$LINKS" "$MANIFESTS"
+  local src
+  src=$(go mod download -json "$module@$version" 2>"$logf" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') \
+    || fail "could not download $module@$version from the Go module proxy" "$logf"
+  [ -n "$src" ] || fail "no source for $module@$version" "$logf"
+  if [ ! -x "$binary" ]; then
+    log "building $name from $module@$version (first build: minutes)"
+    local t0=$(date +%s)
+    (cd "$src" && go build -ldflags "-s -w" -o "$binary.tmp" "./$package" >"$logf" 2>&1) \
+      || fail "building $name from $module@$version" "$logf"
+    mv "$binary.tmp" "$binary"
+    log "built $name in $(( $(date +%s) - t0 ))s"
+  fi
+  # The manifests go to this checkout's .local/controllers/NAME on every run (cheap, so they
+  # always match this script), swapped in whole so a reader never sees a half-copied folder.
+  local target="$MANIFESTS/$name" fresh="$MANIFESTS/.$name.$$"
+  mkdir -p "$fresh/crds" "$fresh/webhooks" "$fresh/extra"
+  cp "$src/$crds"/*.yaml "$fresh/crds/"
+  rm -f "$fresh/crds/kustomization.yaml"
+  (cd "$src" && cp $webhooks "$fresh/webhooks/")
+  [ -z "$extra" ] || (cd "$src" && cp $extra "$fresh/extra/")
+  chmod -R u+w "$fresh"
+  [ -L "$target" ] && rm -f "$target"
+  rm -rf "$target.old"; [ -e "$target" ] && mv "$target" "$target.old"
+  mv "$fresh" "$target" && rm -rf "$target.old"
+  ln -sfn "$binary" "$LINKS/$name"
+}
+
+command -v go >/dev/null || { echo "Go is needed to build the controllers" >&2; exit 1; }
+[ $# -gt 0 ] || set -- jobset lws trainer
+for wanted in "$@"; do
+  case "$wanted" in
+    jobset) build jobset sigs.k8s.io/jobset "$JOBSET_VERSION" . config/components/crd/bases \
+              "config/components/webhook/manifests.yaml config/components/webhook/patches/*.yaml" ;;
+    lws) build lws sigs.k8s.io/lws "$LWS_VERSION" cmd config/crd/bases \
+           "config/webhook/manifests.yaml config/webhook/*-patch.yaml" ;;
+    trainer) build trainer github.com/kubeflow/trainer/v2 "$TRAINER_VERSION" \
+               cmd/trainer-controller-manager manifests/base/crds \
+               "manifests/base/webhook/manifests.yaml" \
+               "manifests/base/runtimes/torch_distributed.yaml" ;;
+    *) echo "unknown controller $wanted (jobset, lws, trainer)" >&2; exit 2 ;;
+  esac
+done
+log "controllers ready: $* (linked into .local/bin, manifests in .local/controllers)"
