@@ -321,3 +321,22 @@ def test_after_a_restart_the_recorded_hold_is_kept_and_only_the_rest_is_evicted(
     assert decision(lower, "default/small").scheduled  # without the hold it would fit there
     gone = run(nodes, *others, high, newcomer, now=40.0)
     assert sorted(b.node for b in gone.bindings if b.group == "default/high") == r0
+
+
+def test_reclaim_leaves_queues_under_a_non_reclaimable_parent_alone() -> None:
+    gpus = {"nvidia.com/gpu": 16000}
+    nodes = [node(f"n{i}") for i in range(2)]
+    queues = [
+        QueueInfo("team-a", guarantee=gpus),
+        QueueInfo("locked", reclaimable=False),
+        QueueInfo("team-b", parent="locked"),
+    ]
+    items = [running_gang(f"b{i}", [f"n{i}"], queue="team-b") for i in range(2)]
+    waiting = waiting_gang("a", 1, queue="team-a", priority="low")
+    result = run(nodes, queues, *items, waiting)
+    assert result.evictions == ()
+    message = decision(result, "default/a").message
+    assert "queue team-b is not reclaimable (its parent locked is not)" in message
+    opened = [replace(q, reclaimable=True) if q.name == "locked" else q for q in queues]
+    result = run(nodes, opened, *items, waiting)
+    assert {e.reason for e in result.evictions} == {"Reclaimed"}

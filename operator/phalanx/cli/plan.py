@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-f", "--filename", required=True, help="YAML file of Kubernetes objects ('-' for stdin)"
     )
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--now",
+        type=float,
+        default=None,
+        help="the time of the cycle, seconds since the epoch (default: now); it decides "
+        "which holds (status.nominated) have expired and which gangs waited long enough "
+        "for a reservation",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return INVALID_INPUT
-    result = run_cycle(snapshot)
+    result = run_cycle(snapshot, now=time.time() if args.now is None else args.now)
     try:
         print(to_json(result) if args.output == "json" else to_table(result))
         sys.stdout.flush()

@@ -89,7 +89,11 @@ def run_cycle(
     decisions = tuple(
         _timed(
             _decide(state, work, outcomes[work.key], config, nominations.get(work.key)),
-            work, backing_off, snapshot, now, config,
+            work,
+            backing_off,
+            snapshot,
+            now,
+            config,
         )
         for work in works
     )

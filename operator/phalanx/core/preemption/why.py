@@ -69,16 +69,19 @@ def _reclaim(finder: Finder, claim: Claim, ledger: QueueLedger) -> str:
         return f"reclaim cannot help: {at_guarantee}"
     if not claim.reclaim:
         return ""
-    blocked = sorted(
-        {u.queue for u in finder.units if u.queue != claim.queue and _blocked(claim, u.queue)}
-    )
+    queues = sorted({u.queue for u in finder.units if u.queue != claim.queue})
+    blocked = [reason for q in queues if (reason := _blocked(claim, ledger, q)) is not None]
     if not blocked:
         return ""
-    return "reclaim cannot help: " + ", ".join(_blocked(claim, q) or "" for q in blocked)
+    return "reclaim cannot help: " + ", ".join(blocked)
 
 
-def _blocked(claim: Claim, queue: str) -> str | None:
+def _blocked(claim: Claim, ledger: QueueLedger, queue: str) -> str | None:
     if queue in claim.closed:
+        chain = [name for name in ledger.chain(queue) if name not in claim.chain]
+        locked = next((n for n in chain if not ledger.queues[n].reclaimable), queue)
+        if locked != queue:
+            return f"queue {queue} is not reclaimable (its parent {locked} is not)"
         return f"queue {queue} is not reclaimable"
     budget = claim.budgets.get(queue)
     if budget is not None and any(amount <= 0 for amount in budget.values()):
