@@ -116,6 +116,9 @@ def test_standby_takes_over_when_the_leader_dies_mid_submission(
     second.start()
     second.wait_for(lambda: second.get("/readyz") == (200, "standing by\n"), "standby ready")
     assert second.sample("phalanx_leader") == 0
+    # A warm standby: its caches are synced before it is elected, so it can act at once.
+    second.wait_for(lambda: any(r.get("event") == "caches synced; standing by until elected"
+                                for r in second.records()), "standby caches synced")
 
     cluster.apply(gang("before", 2, 8), namespace)
     first.wait_for(lambda: phases(cluster, namespace).get("before") == "Running", "first gang")

@@ -202,18 +202,12 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
     take_signals(stop)
 
     async def work(stop_work: asyncio.Event, leading: asyncio.Event) -> None:
-        waits = [asyncio.create_task(e.wait()) for e in (leading, stop_work)]
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        for waiting in waits:
-            waiting.cancel()
-        if not leading.is_set():
-            return
-        health.set_ready(False, "leader: syncing caches")
+        """From the start, elected or not: a standby keeps its caches warm (operator.main)."""
         operator = Operator(configuration, config, settings.scheduler_config(), metrics, health,
-                            settings.timeouts.api_request_seconds)
+                            settings.timeouts.api_request_seconds, leading=leading)
         # Created before Kopf starts: Kopf cancels the tasks created on its loop after that.
-        synced = asyncio.create_task(
-            report_synced(operator.loop.ready, health, settings.timeouts.cache_sync_seconds))
+        synced = asyncio.create_task(report_synced(
+            operator.loop.ready, leading, health, settings.timeouts.cache_sync_seconds))
         kopf_ready = asyncio.Event()
         signals = asyncio.create_task(take_signals_back(kopf_ready, stop))
         try:
@@ -257,9 +251,17 @@ async def take_signals_back(kopf_ready: asyncio.Event, stop: asyncio.Event) -> N
     take_signals(stop)
 
 
-async def report_synced(synced: asyncio.Event, health: Any, limit: float) -> None:
+async def report_synced(
+    synced: asyncio.Event, leading: asyncio.Event, health: Any, limit: float
+) -> None:
+    """Readiness of a leader: not ready until its loop may run (caches synced); a standby
+    keeps the "standing by" that `run_replica` set."""
+    await leading.wait()
+    if not synced.is_set():
+        health.set_ready(False, "leader: syncing caches")
     try:
-        await asyncio.wait_for(synced.wait(), limit)
+        async with asyncio.timeout(limit):  # not wait_for: no task Kopf would wait for
+            await synced.wait()
     except TimeoutError:
         log().warning("caches not synced yet; still waiting", seconds=limit)
         await synced.wait()

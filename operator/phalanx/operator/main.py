@@ -38,8 +38,16 @@ class Operator:
         metrics: Metrics | None = None,
         health: Health | None = None,
         request_timeout_seconds: float = 30.0,
+        leading: asyncio.Event | None = None,
     ) -> None:
+        """`leading`: set while this replica holds the leader Lease (None: it leads at once).
+        Until then the operator is a warm standby: watches and caches run, nothing is
+        decided or written, so its first cycle after winning runs at once."""
         self.config = config or OperatorConfig()
+        if leading is None:
+            leading = asyncio.Event()
+            leading.set()
+        self.leading = leading
         self.metrics = metrics or Metrics()
         self.health = health or Health()
         # One connection per binding in flight, plus some for status, events and the pod watch.
@@ -99,16 +107,20 @@ class Operator:
         self.loop.poke()
 
     async def _run_loop(self) -> None:
-        """Cycles start once Kopf's indexes and the raw watches' first LISTs are in."""
+        """Cycles start once Kopf's indexes and the raw watches' first LISTs are in, and
+        this replica leads."""
         await self._kopf_ready.wait()
         for watch in (self.pod_watch, self.group_watch, self.node_watch):
             await watch.listed.wait()
+        if not self.leading.is_set():
+            log.info("caches synced; standing by until elected")
+            await self.leading.wait()
+        if self.config.create_default_queue:
+            await ensure_default_queue(self.api)
         self.loop.ready.set()
         await self.loop.run()
 
     async def _startup(self) -> None:
-        if self.config.create_default_queue:
-            await ensure_default_queue(self.api)
         self._watch_tasks = [
             asyncio.create_task(self.pod_watch.run(), name="phalanx pod watch"),
             asyncio.create_task(self.group_watch.run(), name="phalanx podgroup watch"),
