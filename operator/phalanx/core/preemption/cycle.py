@@ -113,13 +113,16 @@ class Preemptions:
         found = None
         if self.config.preemption:
             found = self._preempt(failure, claim)
-        if found is not None:
+        if found is not None and (found.units or work.key in self.nominations):
             return self._nominate(failure, found, claim)
         note = self._why_not(failure, claim, ledger) if self.config.preemption else ""
         problem = Problem(problem.code, problem.reason, problem.message + note)
         return self._reserve(failure, problem)
 
     def _preempt(self, failure: Failure, claim: Claim) -> Found | None:
+        """Pods already terminating count as gone; a gang that needs no victims keeps
+        (but never starts) a hold with them: room freed by ordinary terminations goes
+        to whoever the next cycle places first."""
         if not (claim.preempt or claim.reclaim) and not self.finder.leaving:
             return None
         ids = self._eligible_ids(claim)

@@ -55,8 +55,10 @@ def _preemption(
             f"preemption cannot help: it would not fit with every gang of queue {claim.queue} gone"
         )
     higher = [u for u in found.units if u.priority >= claim.priority]
+    if not found.units:
+        return "pods terminating there will make room for it"
     if not higher:
-        return "preemption cannot help now: the room it needs is held for other groups"
+        return "preemption cannot help now: its victims are taken or limited (minMember)"
     noun = "gang" if len(higher) == 1 else "gangs"
     return (
         f"preemption cannot help: would need {len(higher)} {noun} of priority >= {claim.priority}"
