@@ -10,6 +10,7 @@ import yaml
 
 from phalanx.cli.main import COMMANDS
 from phalanx.config import load_settings
+from phalanx.workloads import WORKLOAD_KINDS
 
 from .rendering import MANIFESTS, REPO, Obj, only, render
 
@@ -102,6 +103,20 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
         | {
             (phalanx, "queues", "create"),
         }
+        | {(phalanx, "podgroups", v) for v in ("create", "delete")}
+        | {
+            (group, resource, v)
+            for group, resource in (
+                ("batch", "jobs"),
+                ("jobset.x-k8s.io", "jobsets"),
+                ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+                ("kubeflow.org", "pytorchjobs"),
+                ("trainer.kubeflow.org", "trainjobs"),
+                ("scheduling.k8s.io", "podgroups"),
+            )
+            for v in ("get", "list", "watch")
+        }
+        | {("scheduling.k8s.io", "podgroups/status", v) for v in ("get", "patch")}
         | {("", "events", "create")}
         | {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
     )
@@ -296,3 +311,11 @@ def test_image_entrypoint_is_the_packaged_console_script(rendered: list[Obj]) ->
     assert stage["FROM"].split()[0] in ("${PYTHON_IMAGE}", "python:3.11-slim")
     assert "ARG PYTHON_IMAGE=python:3.11-slim" in (REPO / "Dockerfile").read_text()
     assert int(stage["EXPOSE"]) == container(rendered)["ports"][0]["containerPort"]
+
+
+def test_the_operator_may_watch_every_workload_kind_it_makes_gangs_for(
+    rendered: list[Obj],
+) -> None:
+    granted = grants(rendered, "ClusterRole")
+    for kind in WORKLOAD_KINDS:
+        assert {(kind.group, kind.plural, v) for v in ("list", "watch")} <= granted, kind.kind
