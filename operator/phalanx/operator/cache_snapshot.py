@@ -39,13 +39,16 @@ def snapshot_objects(
     assumed: AssumedPods,
     mode: Mode,
     namespaces: Collection[str] = (),
+    pending_groups: Iterable[Body] = (),
 ) -> list[Body]:
+    """`pending_groups`: PodGroups of automatic gangs being created, counted already."""
     pods: Iterable[Body] = (
         pod for pod in cache.objects(Kind.POD) if visible(pod, mode, namespaces)
     )
     groups = (
         g
-        for g in cache.objects(Kind.POD_GROUP)
+        for kind in (Kind.POD_GROUP, Kind.UPSTREAM_POD_GROUP)
+        for g in (*cache.objects(kind), *(pending_groups if kind is Kind.POD_GROUP else ()))
         if not namespaces or g.get("metadata", {}).get("namespace") in namespaces
     )
     return [
@@ -109,8 +112,9 @@ def take_snapshot(
     namespaces: Collection[str] = (),
     memo: ParseMemo | None = None,
     backoffs: Mapping[GroupKey, Backoff] | None = None,
+    pending_groups: Iterable[Body] = (),
 ) -> Snapshot:
-    objects = snapshot_objects(cache, assumed, mode, namespaces)
+    objects = snapshot_objects(cache, assumed, mode, namespaces, pending_groups)
     parsers: Mapping[str, Callable[[Mapping[str, Any]], object]] = (
         memo.parsers if memo is not None else PARSERS
     )

@@ -14,13 +14,22 @@ from phalanx.core.config import SchedulerConfig
 from phalanx.core.names import DEFAULT_QUEUE, GROUP_VERSION
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
-from phalanx.operator.cache import ClusterCache, Kind, Store
-from phalanx.operator.kube.client import Api, KubeApi, connection_info, group_path
+from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
+from phalanx.operator.kube.client import (
+    UPSTREAM_GROUP_VERSION,
+    Api,
+    KubeApi,
+    api_path,
+    connection_info,
+    group_path,
+)
+from phalanx.operator.kube.discovery import serves
 from phalanx.operator.kube.kopf_handlers import kopf_settings, register
 from phalanx.operator.kube.raw_watch import ApiListWatch, RawWatch
 from phalanx.operator.loop import SchedulingLoop
 from phalanx.operator.scheduler import Scheduler
 from phalanx.operator.settings import OperatorConfig
+from phalanx.workloads import WORKLOAD_KINDS
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -79,6 +88,10 @@ class Operator:
         self.stores[Kind.POD] = self.pod_watch.store
         self.stores[Kind.POD_GROUP] = self.group_watch.store
         self.stores[Kind.NODE] = self.node_watch.store
+        self.workload_store = MergedStore()
+        self.stores[Kind.WORKLOAD] = self.workload_store
+        self.stores[Kind.UPSTREAM_POD_GROUP] = {}
+        self.optional_watches: list[RawWatch] = []  # the kinds discovery finds at startup
         self._kopf_ready = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
@@ -110,7 +123,8 @@ class Operator:
         """Cycles start once Kopf's indexes and the raw watches' first LISTs are in, and
         this replica leads."""
         await self._kopf_ready.wait()
-        for watch in (self.pod_watch, self.group_watch, self.node_watch):
+        for watch in (self.pod_watch, self.group_watch, self.node_watch,
+                      *self.optional_watches):
             await watch.listed.wait()
         if not self.leading.is_set():
             log.info("caches synced; standing by until elected")
@@ -126,8 +140,30 @@ class Operator:
             asyncio.create_task(self.group_watch.run(), name="phalanx podgroup watch"),
             asyncio.create_task(self.node_watch.run(), name="phalanx node watch"),
         ]
+        await self._discover()
+        self._watch_tasks += [
+            asyncio.create_task(watch.run(), name=f"phalanx {watch.kind} watch")
+            for watch in self.optional_watches
+        ]
         self._task = asyncio.create_task(self._run_loop(), name="phalanx scheduling loop")
         log.info("operator started", mode=self.config.mode.value)
+
+    async def _discover(self) -> None:
+        """Watch Kubernetes' PodGroups and each workload kind the API server serves now."""
+        if await serves(self.api, UPSTREAM_GROUP_VERSION, "podgroups"):
+            watch = self._watch(UPSTREAM_GROUP_VERSION, "podgroups", "PodGroup")
+            self.stores[Kind.UPSTREAM_POD_GROUP] = watch.store
+        for kind in WORKLOAD_KINDS:
+            if await serves(self.api, kind.api_version, kind.plural):
+                self.workload_store.stores.append(
+                    self._watch(kind.api_version, kind.plural, kind.kind).store)
+        log.info("optional kinds watched", kinds=[w.kind for w in self.optional_watches])
+
+    def _watch(self, group_version: str, plural: str, kind: str) -> RawWatch:
+        source = ApiListWatch(self.api_client, path=api_path(group_version, plural))
+        watch = RawWatch(source, self.loop.poke, api_version=group_version, kind=kind)
+        self.optional_watches.append(watch)
+        return watch
 
     async def _cleanup(self) -> None:
         for task in (self._task, *self._watch_tasks):

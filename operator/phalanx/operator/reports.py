@@ -22,8 +22,10 @@ from phalanx.observe.metrics import Metrics
 from phalanx.operator.cache import Body, object_key
 from phalanx.operator.compose import group_events, podgroup_status, queue_status
 from phalanx.operator.events import Event
+from phalanx.operator.kube.client import UPSTREAM_PODGROUPS
 from phalanx.operator.plans import PlanBook
 from phalanx.operator.topology_status import allocated_by_queue, topology_status
+from phalanx.operator.upstream_status import upstream_report
 from phalanx.operator.writes import Writes
 
 log = structlog.get_logger("phalanx.operator")
@@ -63,12 +65,20 @@ class Reports:
         self._running: set[str] = set()  # groups seen Running (time to running observed once)
 
     def groups(
-        self, result: CycleResult, groups: Mapping[str, Body], now: float
+        self,
+        result: CycleResult,
+        groups: Mapping[str, Body],
+        now: float,
+        upstream: Mapping[str, Body] | None = None,
     ) -> list[tuple[str, str]]:
-        """Write each PodGroup's status and Events; returns (queue, phase) per group."""
+        """Write each PodGroup's status and Events; returns (queue, phase) per group.
+        Kubernetes' own PodGroups (`upstream`) get their condition as kube-scheduler
+        writes it; a Phalanx PodGroup of the same name is the one the group was read from."""
         phases: list[tuple[str, str]] = []
         for decision in result.groups:
             group = groups.get(decision.group)
+            if group is None and upstream and not decision.implicit:
+                self._offer_upstream(upstream.get(decision.group), decision, now)
             if group is None or decision.implicit:
                 continue
             if decision.held:  # not tried this cycle: nothing changed
@@ -97,6 +107,14 @@ class Reports:
                 return
         events = group_events(group, desired, decision, self._config)
         self._writes.status("podgroups", group, desired, events, recorded)
+
+    def _offer_upstream(self, group: Body | None, decision: GroupDecision, now: float) -> None:
+        if group is None or decision.held:
+            return
+        report = upstream_report(group, decision, now)
+        if report.status is not None and self._writes.status_changes(
+                UPSTREAM_PODGROUPS, group, report.status):
+            self._writes.status(UPSTREAM_PODGROUPS, group, report.status, report.events)
 
     def _observe_running(
         self, group: Body, decision: GroupDecision, phase: str, now: float
@@ -139,7 +157,8 @@ class Reports:
                     "networktopologies", topology, desired):
                 self._writes.status("networktopologies", topology, desired)
 
-    def forget(self, groups: Mapping[str, Body]) -> None:
+    def forget(self, groups: Mapping[str, Body], upstream: Mapping[str, Body]) -> None:
         """Groups deleted: their last offered status and running mark go."""
         self._writes.forget("podgroups", groups)
+        self._writes.forget(UPSTREAM_PODGROUPS, upstream)
         self._running &= set(groups)

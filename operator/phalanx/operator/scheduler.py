@@ -38,6 +38,7 @@ from phalanx.operator.plans import Outcome, Plan, PlanBook, resolve
 from phalanx.operator.pods import pod_key
 from phalanx.operator.reports import Reports
 from phalanx.operator.settings import OperatorConfig
+from phalanx.operator.workload_gangs import WorkloadGangs
 from phalanx.operator.writes import Writes
 
 log = structlog.get_logger("phalanx.operator")
@@ -78,6 +79,7 @@ class Scheduler:
         self.plans = PlanBook()
         self.partial = PartialGangs(config.partial_grace_seconds)
         self.reports = Reports(self.writes, self.plans, self.core_config, self.metrics)
+        self.workload_gangs = WorkloadGangs(self.writes)
         self.backoffs: dict[GroupKey, Backoff] = {}  # the last cycle's, for the next snapshot
         self.memo = ParseMemo()
         self.cycles = 0
@@ -99,16 +101,19 @@ class Scheduler:
         pods = {pod_key(p): p for p in self.cache.objects(Kind.POD)}
         self.assumed.expire(pods, now)
         await self._recover_plans(pods)
+        pending_groups = self.workload_gangs.sync(self.cache)
         self.memo.rotate()
         snapshot = take_snapshot(self.cache, self.assumed, self.config.mode,
-                                 self.config.namespaces, self.memo, self.backoffs)
+                                 self.config.namespaces, self.memo, self.backoffs,
+                                 pending_groups)
         result = run_cycle(snapshot, self.core_config, now)
         decided = self.clock() - now
         self.backoffs = {d.group: d.backoff for d in result.groups if d.backoff is not None}
         placing = self._place(result, pods)
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
+        upstream = {object_key(g): g for g in self.cache.objects(Kind.UPSTREAM_POD_GROUP)}
         self._release_partial(result, snapshot, groups, pods, now)
-        phases = self.reports.groups(result, groups, now)
+        phases = self.reports.groups(result, groups, now, upstream)
         self.reports.missing_groups(result, lambda key: self._pods(snapshot, key, pods))
         after = with_bindings(snapshot, result.bindings)  # capacity after this cycle
         usage = gpu_usage(after)
@@ -116,7 +121,7 @@ class Scheduler:
         self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))
         self.reports.queues(after, phases, self.cache.objects(Kind.QUEUE))
         self.reports.topologies(after, self.cache.objects(Kind.NETWORK_TOPOLOGY))
-        self.reports.forget(groups)
+        self.reports.forget(groups, upstream)
         self.partial.forget(set(groups))
         self.cycles += 1
         self._log(result, placing, now, decided)

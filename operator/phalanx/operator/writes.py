@@ -1,10 +1,11 @@
 """Every write the shell makes, in the background, through one object.
 
 Operations: `bind_gang` (bindings or pin-and-ungate patches, through the binder and its
-own semaphore), `status` (a status patch, latest wins per object), `event`, and
-`delete_pod`; the last three share the background writer's semaphore, a quarter of the
-bindings' share of the API server. A new kind of write (an eviction, a pod condition)
-joins here as one more method, so it gets the same bound and the same `settle`.
+own semaphore), `status` (a status patch, latest wins per object), `event`, `delete_pod`,
+and `apply` / `delete` (the PodGroups of automatic gangs); all but the first share the
+background writer's semaphore, a quarter of the bindings' share of the API server. A new
+kind of write (an eviction, a pod condition) joins here as one more method, so it gets
+the same bound and the same `settle`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from typing import Any
 
 import structlog
 
+from phalanx.core.names import COMPONENT
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.background import BackgroundWrites
 from phalanx.operator.binder import GangBinder, GangOutcome
 from phalanx.operator.cache import Body, object_key
 from phalanx.operator.compose import differs
 from phalanx.operator.events import Event, EventRecorder
-from phalanx.operator.kube.client import MERGE_PATCH, Api, group_path, pod_path
+from phalanx.operator.kube.client import APPLY_PATCH, MERGE_PATCH, Api, group_path, pod_path
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -154,6 +156,31 @@ class Writes:
                             reason=reply.reason)
 
         self.background.spawn(self.background.bounded(delete), name=f"delete {pod_key}")
+
+    # -- objects Phalanx owns (the PodGroups of automatic gangs) ---------------------------
+
+    def apply(self, path: str, body: Mapping[str, Any], done: Callable[[bool], None]) -> None:
+        """Server-side apply `body` at `path` in the background: created if missing, the
+        fields Phalanx set updated, nothing else touched; `done` says whether it landed."""
+        async def write() -> None:
+            query = f"?fieldManager={COMPONENT}&force=true"
+            reply = await self._api.request("PATCH", path + query, body, APPLY_PATCH)
+            if not reply.ok:
+                log.warning("object not applied", object=path, status=reply.status,
+                            reason=reply.reason)
+            done(reply.ok)
+
+        self.background.spawn(self.background.bounded(write), name=f"apply {path}")
+
+    def delete(self, path: str) -> None:
+        """Delete the object at `path` in the background (already gone counts as done)."""
+        async def delete() -> None:
+            reply = await self._api.request("DELETE", path)
+            if not reply.ok and reply.status != 404:
+                log.warning("object not deleted", object=path, status=reply.status,
+                            reason=reply.reason)
+
+        self.background.spawn(self.background.bounded(delete), name=f"delete {path}")
 
     # -- lifetime --------------------------------------------------------------------------
 

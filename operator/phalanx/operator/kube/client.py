@@ -48,9 +48,24 @@ class Api(Protocol):
     ) -> Reply: ...
 
 
+APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (the body may be JSON)
+UPSTREAM_GROUP_VERSION = "scheduling.k8s.io/v1alpha2"
+UPSTREAM_PODGROUPS = "podgroups.scheduling.k8s.io"  # plural.group, as kubectl spells it
+
+
 def group_path(plural: str, name: str = "", namespace: str = "", sub: str = "") -> str:
-    """URL path of a Phalanx custom object (namespaced when `namespace` is given)."""
-    base = f"/apis/{API_GROUP}/{API_VERSION}"
+    """URL path of a Phalanx custom object (namespaced when `namespace` is given), or of
+    Kubernetes' own PodGroup when `plural` is UPSTREAM_PODGROUPS."""
+    if plural == UPSTREAM_PODGROUPS:
+        return api_path(UPSTREAM_GROUP_VERSION, "podgroups", name, namespace, sub)
+    return api_path(f"{API_GROUP}/{API_VERSION}", plural, name, namespace, sub)
+
+
+def api_path(
+    group_version: str, plural: str, name: str = "", namespace: str = "", sub: str = ""
+) -> str:
+    """URL path of any object: `/api/v1/...` for the core group, `/apis/G/V/...` else."""
+    base = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
     if namespace:
         base += f"/namespaces/{namespace}"
     path = f"{base}/{plural}"

@@ -1,0 +1,78 @@
+"""What Kubernetes' own PodGroup (scheduling.k8s.io/v1alpha2) should say after a cycle.
+
+kube-scheduler reports a gang on one condition, `PodGroupScheduled`
+(pkg/scheduler/schedule_one_podgroup.go, v1.36): True with reason `Scheduled` once the
+gang is placed; False with reason `Unschedulable` (it does not fit) or `SchedulerError`
+(it cannot be read); never set back from True to False by a later cycle; nothing while
+fewer than minCount pods exist. Phalanx writes the same, so whatever reads that
+condition sees Phalanx's gangs as it sees kube-scheduler's; the Events carry Phalanx's
+own reason (NoDomainFits, QueueCapability, ...). Pure: no clock reads, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from phalanx.core.result import GroupDecision
+from phalanx.core.status import Reason, StatusCode
+from phalanx.operator.cache import Body
+from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
+
+SCHEDULED = "PodGroupScheduled"
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamReport:
+    """`status`: the whole status to write (other conditions kept), None for no write."""
+
+    status: dict[str, Any] | None
+    events: tuple[Event, ...] = ()
+
+
+def upstream_report(group: Body, decision: GroupDecision, now: float) -> UpstreamReport:
+    wanted = _condition(decision)
+    if wanted is None:
+        return UpstreamReport(None)
+    status: Mapping[str, Any] = group.get("status") or {}
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+    before = next((c for c in conditions if c.get("type") == SCHEDULED), None)
+    if before is not None and before.get("status") == "True" and wanted["status"] != "True":
+        return UpstreamReport(None)
+    same = before is not None and before.get("status") == wanted["status"]
+    condition = {
+        **wanted,
+        "observedGeneration": int((group.get("metadata") or {}).get("generation") or 0),
+        "lastTransitionTime": (before or {}).get("lastTransitionTime") if same else None,
+    }
+    condition["lastTransitionTime"] = condition["lastTransitionTime"] or timestamp(now)
+    if before is not None and all(before.get(k) == v for k, v in condition.items()):
+        return UpstreamReport(None)
+    others = [dict(c) for c in conditions if c.get("type") != SCHEDULED]
+    return UpstreamReport({"conditions": [*others, condition]}, (_event(group, decision),))
+
+
+def _condition(decision: GroupDecision) -> dict[str, Any] | None:
+    if decision.scheduled or decision.on_nodes >= decision.min_member:
+        return _made("True", "Scheduled", decision.message)
+    if decision.reason == Reason.GANG_INCOMPLETE:
+        return None  # kube-scheduler waits for minCount pods without a word
+    if decision.code == StatusCode.ERROR:
+        return _made("False", SCHEDULER_ERROR, decision.message)
+    if decision.code in (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE):
+        return _made("False", UNSCHEDULABLE, decision.message)
+    return None
+
+
+def _made(status: str, reason: str, message: str) -> dict[str, Any]:
+    return {"type": SCHEDULED, "status": status, "reason": reason,
+            "message": message[:MAX_MESSAGE]}
+
+
+def _event(group: Body, decision: GroupDecision) -> Event:
+    if decision.scheduled or decision.on_nodes >= decision.min_member:
+        return Event(group, "Normal", "Scheduled", decision.message, topic="scheduling")
+    return Event(group, "Warning", str(decision.reason), decision.message, topic="scheduling")

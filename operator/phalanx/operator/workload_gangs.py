@@ -1,0 +1,90 @@
+"""Automatic gangs: the PodGroups of queue-labelled workloads, kept as they should be.
+
+What a workload's PodGroups should be is `phalanx.workloads` (pure); this only reads the
+cache, starts the writes (server-side apply, delete) and reports a workload it cannot
+read as a Warning Event on it. It runs at the start of every cycle, so it needs no
+loop of its own, and only the leader writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+import structlog
+
+from phalanx.core.errors import InvalidObject
+from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
+from phalanx.operator.events import Event
+from phalanx.operator.kube.client import group_path
+from phalanx.operator.writes import Writes
+from phalanx.workloads import pod_groups_for
+from phalanx.workloads.reconcile import changes_for, owned_by
+
+log = structlog.get_logger("phalanx.operator")
+
+
+class WorkloadGangs:
+    def __init__(self, writes: Writes) -> None:
+        self._writes = writes
+        self._applying: dict[str, str] = {}  # PodGroup key -> the body in flight (JSON)
+
+    def sync(self, cache: ClusterCache) -> list[Body]:
+        """Start the writes that bring every workload's PodGroups up to date. Returns the
+        PodGroups wanted but not in the cache yet: the snapshot counts them already, so a
+        workload's first pods never start one by one while their PodGroup is created."""
+        groups = list(cache.objects(Kind.POD_GROUP))
+        present = {object_key(g): g for g in groups}
+        pending: list[Body] = []
+        for workload in cache.objects(Kind.WORKLOAD):
+            try:
+                desired = pod_groups_for(workload)
+            except InvalidObject as error:
+                self._writes.event(Event(workload, "Warning", "InvalidGang", str(error),
+                                         topic="gang"))
+                continue
+            uid = str(workload.get("metadata", {}).get("uid"))
+            wanted = [d for d in desired if self._ours_to_write(workload, d, present, uid)]
+            owned = [g for g in groups if owned_by(g, uid)]
+            changes = changes_for(wanted, owned)
+            for body in changes.apply:
+                self._apply(body)
+            namespace = str(workload.get("metadata", {}).get("namespace"))
+            for name in changes.delete:
+                self._writes.delete(group_path("podgroups", name, namespace))
+            pending.extend(d for d in wanted if object_key(d) not in present)
+        self._forget_landed(present)
+        return pending
+
+    def _ours_to_write(
+        self, workload: Body, desired: Body, present: Mapping[str, Body], uid: str
+    ) -> bool:
+        """A PodGroup of that name that another owner has (a user's, or one a deleted
+        workload of the same name still holds) is left alone, and the workload says why."""
+        existing = present.get(object_key(desired))
+        if existing is None or owned_by(existing, uid):
+            return True
+        message = (f"PodGroup {desired['metadata']['name']} exists and is not this "
+                   f"workload's; its gang waits until that PodGroup is gone")
+        self._writes.event(Event(workload, "Warning", "PodGroupTaken", message, topic="gang"))
+        return False
+
+    def _apply(self, body: Body) -> None:
+        key = object_key(body)
+        text = json.dumps(body, sort_keys=True)
+        if self._applying.get(key) == text:
+            return  # already on its way; the watch shows it soon
+        self._applying[key] = text
+        meta = body["metadata"]
+
+        def done(ok: bool) -> None:
+            if not ok and self._applying.get(key) == text:
+                del self._applying[key]  # the next cycle tries again
+
+        self._writes.apply(group_path("podgroups", meta["name"], meta["namespace"]), body, done)
+        log.info("applying workload gang", group=key, min_member=body["spec"]["minMember"])
+
+    def _forget_landed(self, present: Iterable[str]) -> None:
+        """Bodies in flight that the cache now shows are no longer in flight."""
+        for key in set(self._applying) & set(present):
+            del self._applying[key]
