@@ -1,0 +1,118 @@
+"""Kubernetes' own gangs (Workload API, scheduling.k8s.io/v1alpha2) on a cluster that
+serves them: Phalanx places them all or nothing, inside the level their topology key
+names, and reports on the upstream PodGroup's PodGroupScheduled condition as
+kube-scheduler does; a Job's Workload and PodGroup (made by the Job controller) too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from gang_checks import LEAF, bound, condition, event_reasons, gpu_template, pods, racks
+
+from phalanx.cluster import LocalCluster
+from phalanx.operator.main import Operator
+from polling import eventually, get_json, gone
+
+pytestmark = pytest.mark.e2e
+
+UPSTREAM = "podgroups.scheduling.k8s.io"
+
+
+def upstream_group(name: str, min_count: int, key: str | None = LEAF) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if key:
+        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+    return {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def members(group: str, count: int) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": f"{group}-{i}", "labels": {"gang": group}},
+         "spec": {**gpu_template()["spec"], "schedulingGroup": {"podGroupName": group}}}
+        for i in range(count)
+    ]
+
+
+def scheduled(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
+    return condition(get_json(cluster, UPSTREAM, name, "-n", namespace), "PodGroupScheduled")
+
+
+def test_an_upstream_gang_starts_whole_inside_its_topology_key_or_not_at_all(
+    workload_api_cluster: LocalCluster, upstream_namespace: str, phalanx_upstream: Operator
+) -> None:
+    cluster, namespace = workload_api_cluster, upstream_namespace
+    cluster.apply([upstream_group("wide", 5), *members("wide", 5)], namespace=namespace)
+    cluster.apply([upstream_group("quad", 4), *members("quad", 4)], namespace=namespace)
+
+    placed = eventually(lambda: len(bound(pods(cluster, namespace, "gang=quad"))) == 4)
+    assert placed, pods(cluster, namespace, "gang=quad")
+    assert len(racks(cluster, bound(pods(cluster, namespace, "gang=quad")))) == 1
+    said = eventually(lambda: scheduled(cluster, namespace, "quad").get("status") == "True")
+    assert said, scheduled(cluster, namespace, "quad")
+    assert scheduled(cluster, namespace, "quad")["reason"] == "Scheduled"
+
+    refused = eventually(lambda: scheduled(cluster, namespace, "wide").get("status") == "False")
+    assert refused, scheduled(cluster, namespace, "wide")
+    assert scheduled(cluster, namespace, "wide")["reason"] == "Unschedulable"
+    assert "rack" in scheduled(cluster, namespace, "wide")["message"]
+    assert bound(pods(cluster, namespace, "gang=wide")) == []  # a rack holds 4 of the 5
+    assert "NoDomainFits" in event_reasons(cluster, namespace, "PodGroup", "wide")
+    assert gone(cluster, "pg", "-n", namespace)  # Phalanx made no PodGroup of its own
+
+    cluster.kubectl("delete", "pods", "-l", "gang=quad", "-n", namespace, "--wait=false")
+    cluster.kubectl("delete", UPSTREAM, "quad", "-n", namespace, "--wait=false")
+    assert eventually(lambda: gone(cluster, UPSTREAM, "quad", "-n", namespace), 90)
+
+
+def test_a_job_under_the_workload_api_is_placed_as_the_job_controllers_gang(
+    workload_api_cluster: LocalCluster, upstream_namespace: str, phalanx_upstream: Operator
+) -> None:
+    cluster, namespace = workload_api_cluster, upstream_namespace
+
+    def job(name: str, parallelism: int) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+                "spec": {"parallelism": parallelism, "completions": parallelism,
+                         "completionMode": "Indexed", "backoffLimit": 0,
+                         "template": gpu_template()}}
+
+    cluster.apply([job("fits", 4)], namespace=namespace)
+    selector = "batch.kubernetes.io/job-name=fits"
+    assert eventually(lambda: len(bound(pods(cluster, namespace, selector))) == 4, 90)
+    [pod] = pods(cluster, namespace, selector)[:1]
+    group = pod["spec"]["schedulingGroup"]["podGroupName"]  # the Job controller's
+    assert eventually(lambda: scheduled(cluster, namespace, group).get("status") == "True")
+    assert len(racks(cluster, bound(pods(cluster, namespace, selector)))) == 1
+
+    cluster.apply([job("too-big", 29)], namespace=namespace)  # 28 nodes are left free
+    big = "batch.kubernetes.io/job-name=too-big"
+    assert eventually(lambda: len(pods(cluster, namespace, big)) == 29, 90)
+    [first] = pods(cluster, namespace, big)[:1]
+    big_group = first["spec"]["schedulingGroup"]["podGroupName"]
+    refused = eventually(
+        lambda: scheduled(cluster, namespace, big_group).get("reason") == "Unschedulable", 90
+    )
+    assert refused, scheduled(cluster, namespace, big_group)
+    assert bound(pods(cluster, namespace, big)) == []  # 28 would fit: none starts
+
+    for name in ("fits", "too-big"):
+        cluster.kubectl("delete", "job", name, "-n", namespace, "--wait=false")
+    for name in (group, big_group):
+        assert eventually(lambda name=name: gone(cluster, UPSTREAM, name, "-n", namespace), 90)
+    assert eventually(lambda: not pods(cluster, namespace), 90)
+
+
+def test_pg_and_the_full_name_reach_phalanx_podgroups_when_the_built_in_kind_is_served(
+    workload_api_cluster: LocalCluster, upstream_namespace: str
+) -> None:
+    cluster, namespace = workload_api_cluster, upstream_namespace
+    ours = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "ours"}, "spec": {"minMember": 1}}
+    cluster.apply([ours, upstream_group("theirs", 1)], namespace=namespace)
+    for spelling in ("pg", "podgroups.scheduling.phalanx.io"):
+        listed = get_json(cluster, spelling, "-n", namespace)["items"]
+        assert [i["metadata"]["name"] for i in listed] == ["ours"], spelling
+    listed = get_json(cluster, "podgroups", "-n", namespace)["items"]
+    assert [i["metadata"]["name"] for i in listed] == ["theirs"]
