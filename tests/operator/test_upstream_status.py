@@ -1,0 +1,81 @@
+"""Kubernetes' own PodGroup gets the condition kube-scheduler would write, and no more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phalanx.core.names import GroupKey
+from phalanx.core.result import GroupDecision
+from phalanx.core.status import Reason, StatusCode
+from phalanx.operator.upstream_status import upstream_report
+
+NOW = 1_800_000_000.0
+
+
+def decision(code: StatusCode, reason: Reason, message: str, placed: int = 0) -> GroupDecision:
+    return GroupDecision(
+        group=GroupKey("ml/pg"), admitted=True, scheduled=placed >= 4, placed=placed,
+        code=code, reason=reason, message=message, placement=None, min_member=4,
+        on_nodes=placed,
+    )
+
+
+PLACED = decision(StatusCode.SUCCESS, Reason.SCHEDULED, "placed in rack r1 on 4 node(s)", 4)
+NO_FIT = decision(StatusCode.UNSCHEDULABLE, Reason.NO_DOMAIN_FITS, "needs 40 GPUs within one rack")
+
+
+def group(*conditions: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ml", "uid": "u", "generation": 2},
+        "status": {"conditions": list(conditions)},
+    }
+
+
+def scheduled_condition(report_status: dict[str, Any] | None) -> dict[str, Any]:
+    assert report_status is not None
+    [found] = [c for c in report_status["conditions"] if c["type"] == "PodGroupScheduled"]
+    return dict(found)
+
+
+def test_a_placed_gang_is_scheduled_true_with_an_event() -> None:
+    report = upstream_report(group(), PLACED, NOW)
+    said = scheduled_condition(report.status)
+    assert (said["status"], said["reason"], said["observedGeneration"]) == ("True", "Scheduled", 2)
+    assert [(e.type, e.reason) for e in report.events] == [("Normal", "Scheduled")]
+
+
+def test_a_gang_that_does_not_fit_is_unschedulable_and_the_event_says_why() -> None:
+    report = upstream_report(group(), NO_FIT, NOW)
+    said = scheduled_condition(report.status)
+    assert (said["status"], said["reason"]) == ("False", "Unschedulable")
+    assert said["message"] == "needs 40 GPUs within one rack"
+    assert [(e.type, e.reason) for e in report.events] == [("Warning", "NoDomainFits")]
+
+
+def test_an_unreadable_group_is_a_scheduler_error() -> None:
+    broken = decision(StatusCode.ERROR, Reason.INVALID_SPEC, "spec.schedulingPolicy: set one")
+    assert scheduled_condition(upstream_report(group(), broken, NOW).status)["reason"] == (
+        "SchedulerError"
+    )
+
+
+def test_nothing_is_said_while_pods_are_still_being_created() -> None:
+    waiting = decision(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, "2 of 4 pods exist")
+    assert upstream_report(group(), waiting, NOW).status is None
+
+
+def test_scheduled_is_never_set_back_to_false() -> None:
+    before = scheduled_condition(upstream_report(group(), PLACED, NOW).status)
+    assert upstream_report(group(before), NO_FIT, NOW + 60).status is None
+
+
+def test_an_unchanged_condition_is_not_written_again_and_others_are_kept() -> None:
+    disruption = {"type": "DisruptionTarget", "status": "False", "reason": "x", "message": ""}
+    first = scheduled_condition(upstream_report(group(disruption), NO_FIT, NOW).status)
+    assert upstream_report(group(disruption, first), NO_FIT, NOW + 60).status is None
+    later = decision(StatusCode.UNSCHEDULABLE, Reason.NO_DOMAIN_FITS, "needs 48 GPUs")
+    report = upstream_report(group(disruption, first), later, NOW + 60)
+    assert report.status is not None and report.status["conditions"][0] == disruption
+    assert scheduled_condition(report.status)["lastTransitionTime"] == first["lastTransitionTime"]
