@@ -1,6 +1,6 @@
 """Time one scheduling cycle of the core on large synthetic snapshots.
 
-    python -m bench.core [--repeats 9] [--sizes 1000 4000] [--scenarios ...]
+    python -m bench.core [--repeats 9] [--sizes 1000 5000] [--scenarios ...]
                          [--output bench/results/core.json]
 
 Clusters: 8-GPU nodes in blocks of 16 racks x 16 hosts (three topology levels), half the
@@ -9,6 +9,9 @@ GPUs busy: alternate racks are nearly full (7 of 8 GPUs used on every node) or l
   gang-fits      one 64-pod x 8-GPU gang (required: block) that fits;
   none-fit       1,000 pending gangs of mixed sizes (17-96 pods of 4 or 8 GPUs,
                  required: rack) of which none fits;
+  many-small     5,000 single pods (1, 2 or 4 GPUs, no group, no topology constraint)
+                 on the half-full cluster, all placed in one cycle (kube-scheduler's
+                 usual load: its throughput is counted in such pods per second);
   preempt        every GPU busy (low-priority gangs of 8 x 8 GPUs, pairs of 4-GPU gangs
                  sharing nodes, lone pods; a tenth of the gangs above the preemptor's
                  priority), one high-priority 64-pod x 8-GPU gang (required: block):
@@ -16,7 +19,7 @@ GPUs busy: alternate racks are nearly full (7 of 8 GPUs used on every node) or l
 Only `run_cycle` is timed; building the Snapshot is reported separately (wall time).
 `cycle_ms_*` is the CPU time of the process during `run_cycle` (robust on a shared
 machine); `cycle_wall_ms_*` the wall time. Medians over the repetitions; `growth` is the
-largest-size median over the smallest-size median (4.0 would be linear for 1,000 -> 4,000).
+largest-size median over the smallest-size median (5.0 would be linear for 1,000 -> 5,000).
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ TOPOLOGY = TopologySpec(
     ),
 )
 TARGETS_MS = {"gang-fits": 20.0, "none-fit": 200.0, "preempt": 100.0}
+MANY_SMALL = 5000
+TARGET_PODS_PER_SECOND = {"many-small": 2000.0}
 PRIORITIES = (
     PriorityClassInfo("low", 0),
     PriorityClassInfo("batch", 100),
@@ -148,6 +153,14 @@ def none_fit(size: int, seed: int = 11) -> tuple[list[GroupInfo], list[PodInfo]]
     return groups, pods
 
 
+def many_small(size: int, seed: int = 17) -> tuple[list[GroupInfo], list[PodInfo]]:
+    """Pods of their own (groups of one), as a plain Deployment or batch Job makes them."""
+    del size
+    rng = random.Random(seed)
+    pods = [_pod("apps", f"small-{i:05d}", rng.choice((1, 2, 4)), cpu=4) for i in range(MANY_SMALL)]
+    return [], pods
+
+
 def preempt(size: int, seed: int = 13) -> tuple[list[GroupInfo], list[PodInfo]]:
     """A full cluster of running gangs, rack by rack, and one high gang waiting."""
     rng = random.Random(seed)
@@ -183,12 +196,13 @@ def preempt(size: int, seed: int = 13) -> tuple[list[GroupInfo], list[PodInfo]]:
 SCENARIOS: dict[str, Callable[[int], tuple[list[GroupInfo], list[PodInfo]]]] = {
     "gang-fits": gang_fits,
     "none-fit": none_fit,
+    "many-small": many_small,
     "preempt": preempt,
 }
 CLUSTERS: dict[str, Callable[[int], tuple[list[NodeInfo], list[PodInfo]]]] = {
     "preempt": full_cluster
 }
-EXPECTED_SCHEDULED = {"gang-fits": 1, "none-fit": 0, "preempt": 0}
+EXPECTED_SCHEDULED = {"gang-fits": 1, "none-fit": 0, "many-small": MANY_SMALL, "preempt": 0}
 
 
 def measure(size: int, scenario: str, repeats: int) -> dict[str, Any]:
@@ -302,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench.core", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--scenarios", nargs="+", choices=tuple(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
 
 from phalanx.core.model import PodInfo
 from phalanx.core.shapes import Shape, demand_of
@@ -79,17 +81,20 @@ def _candidates(
     demand: tuple[tuple[Shape, int], ...],
     primary: Shape,
     level: int,
-) -> list[int]:
-    """Domains of the level that can hold the gang, tightest first."""
+) -> Iterable[int]:
+    """Domains of the level that can hold the gang, tightest first (lazily: the first
+    one nearly always takes it)."""
     if request.anchors:
         domains: tuple[int, ...] | list[int] = sorted(
             {tree.node_ancestors[node][level + 1] for node in request.anchors}
         )
     else:
         for shape, count in demand:
-            if state.best_at_level(shape, request.topology, level).count < count:
+            if state.most_at_level(shape, request.topology, level) < count:
                 return []
-        domains = tree.by_level[level] if level != ROOT_LEVEL else (ROOT,)
+        if level != ROOT_LEVEL:
+            return _indexed(state, tree, request, demand, primary, level)
+        domains = (ROOT,)
     aggregates = [(state.domain_counts(s, request.topology), n) for s, n in demand]
     fitting = [
         d
@@ -102,6 +107,32 @@ def _candidates(
     else:  # tightest first
         fitting.sort(key=lambda d: (room[d], d))
     return fitting[:MAX_ATTEMPTS_PER_LEVEL] if len(demand) > 1 or request.sub_group else fitting
+
+
+def _indexed(
+    state: CycleState,
+    tree: DomainTree,
+    request: GangRequest,
+    demand: tuple[tuple[Shape, int], ...],
+    primary: Shape,
+    level: int,
+) -> Iterable[int]:
+    """The same order as the sort above, walked from the level's room buckets of the
+    primary shape; the other shapes and the labelled check filter on the way."""
+    need = next(count for shape, count in demand if shape == primary)
+    rooms = state.level_rooms(primary, request.topology, level)
+    ordered = rooms.roomiest(need) if request.spread else rooms.tightest(need)
+    others = [
+        (state.domain_counts(s, request.topology), n) for s, n in demand if s != primary
+    ]
+    limit = request.limit
+    fitting = (
+        d for d in ordered
+        if all(agg[d] >= n for agg, n in others) and tree.within_labelled(d, limit)
+    )
+    if len(demand) > 1 or request.sub_group:
+        return islice(fitting, MAX_ATTEMPTS_PER_LEVEL)
+    return fitting
 
 
 def _try_domain(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from phalanx.core.model import PodInfo
 from phalanx.core.names import PODS
 from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
+from phalanx.core.rooms import RoomIndex
 from phalanx.core.shapes import Shape, fit_count, fit_counts
 from phalanx.core.snapshot import UNLIMITED_PODS, ClusterIndex
 from phalanx.core.status import Exclusion, Problem
@@ -24,10 +25,15 @@ HELD_PODS = 1 << 40
 
 @dataclass(slots=True)
 class ShapeCounts:
+    """`levels[topology][level]`: the level's domains by room (built when first asked,
+    then kept current); `leaves[(topology, leaf)]`: a leaf domain's nodes by room."""
+
     shape: Shape
     static: list[Exclusion | None]
     node: list[int]
     domains: dict[str | None, list[int]] = field(default_factory=dict)
+    levels: dict[str | None, list[RoomIndex | None]] = field(default_factory=dict)
+    leaves: dict[tuple[str | None, int], RoomIndex] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,20 +101,53 @@ class CycleState:
             aggregate = counts.domains[topology] = roll_up(self.tree(topology), counts.node)
         return aggregate
 
+    def level_rooms(self, shape: Shape, topology: str | None, level: int) -> RoomIndex:
+        """The domains of `level` (>= 0) by their room for `shape`."""
+        counts = self.shape(shape)
+        aggregate = self.domain_counts(shape, topology)
+        indexes = counts.levels.get(topology)
+        tree = self._trees[topology]
+        if indexes is None:
+            indexes = counts.levels[topology] = [None] * (len(tree.levels) + 1)
+        rooms = indexes[level + 1]
+        if rooms is None:
+            rooms = indexes[level + 1] = RoomIndex(tree.by_level[level], aggregate)
+        return rooms
+
+    def leaf_rooms(self, shape: Shape, topology: str | None, leaf: int) -> RoomIndex:
+        """The nodes of a leaf domain by their room for `shape`."""
+        counts = self.shape(shape)
+        rooms = counts.leaves.get((topology, leaf))
+        if rooms is None:
+            nodes = self.tree(topology).nodes_under[leaf]
+            rooms = counts.leaves[(topology, leaf)] = RoomIndex(nodes, counts.node)
+        return rooms
+
     def best_at_level(self, shape: Shape, topology: str | None, level: int) -> LevelBest:
-        """The level's domain with the most room for `shape`, cached until a placement."""
+        """The level's domain with the most room for `shape`, cached until a placement;
+        the first in id order among equals."""
         key = (shape, topology, level)
         best = self._best.get(key)
         if best is None or best.generation != self.generation:
             tree = self.tree(topology)
             aggregate = self.domain_counts(shape, topology)
-            domains = tree.by_level[level] if level >= 0 else (0,)
-            chosen, most = 0, -1
-            for domain in domains:
-                if aggregate[domain] > most:
-                    chosen, most = domain, aggregate[domain]
+            if level < 0:
+                chosen, most = 0, aggregate[0]
+            else:
+                found = self.level_rooms(shape, topology, level).most()
+                domains = tree.by_level[level]
+                if found is not None:
+                    most, chosen = found
+                else:
+                    chosen, most = (domains[0], 0) if domains else (0, 0)
             best = self._best[key] = LevelBest(self.generation, chosen, max(most, 0))
         return best
+
+    def most_at_level(self, shape: Shape, topology: str | None, level: int) -> int:
+        """`best_at_level(...).count` without finding which domain it is."""
+        if level < 0:
+            return max(self.domain_counts(shape, topology)[0], 0)
+        return self.level_rooms(shape, topology, level).most_room()
 
     def place(self, node: int, pod: PodInfo) -> None:
         self._change(node, pod, -1)
@@ -145,10 +184,24 @@ class CycleState:
             delta = new - counts.node[node]
             if not delta:
                 continue
+            old = counts.node[node]
             counts.node[node] = new
+            for (topology, leaf), rooms in counts.leaves.items():
+                if self._trees[topology].node_leaf[node] == leaf:
+                    rooms.move(node, old, new)
             for topology, aggregate in counts.domains.items():
-                for domain in self._trees[topology].node_ancestors[node]:
-                    aggregate[domain] += delta
+                ancestors = self._trees[topology].node_ancestors[node]
+                indexes = counts.levels.get(topology)
+                if indexes is None:
+                    for domain in ancestors:
+                        aggregate[domain] += delta
+                    continue
+                for position, domain in enumerate(ancestors):
+                    before = aggregate[domain]
+                    aggregate[domain] = before + delta
+                    level_rooms = indexes[position]
+                    if level_rooms is not None:
+                        level_rooms.move(domain, before, before + delta)
 
 
 def static_room(state: CycleState, shape: Shape, topology: str | None) -> list[int]:
