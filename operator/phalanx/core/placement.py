@@ -23,6 +23,7 @@ from phalanx.core.state import CycleState
 from phalanx.topology.tree import ROOT, ROOT_LEVEL, DomainTree
 
 MAX_ATTEMPTS_PER_LEVEL = 64
+_INDEXED_LEAF = 32  # nodes in a leaf domain above which its nodes are kept by room
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +229,10 @@ def _split(
     """(node, pods) pairs for `count` pods of one shape inside `domain`."""
     children = tree.children[domain]
     if not children:
+        if len(tree.nodes_under[domain]) > _INDEXED_LEAF:
+            plan = _leaf_plan(state, request, shape, domain, count)
+            if plan is not None:
+                return plan
         node_counts = state.shape(shape).node
         items = [(node_counts[i], i) for i in tree.nodes_under[domain] if node_counts[i] > 0]
         return _spread(items, count) if request.spread else pack(items, count)
@@ -237,6 +242,20 @@ def _split(
     for child, share in pack(items, count):
         plan.extend(_split(state, tree, request, shape, child, share))
     return plan
+
+
+def _leaf_plan(
+    state: CycleState, request: GangRequest, shape: Shape, domain: int, count: int
+) -> list[tuple[int, int]] | None:
+    """What `pack` / `_spread` would choose in a leaf domain of many nodes (the whole
+    cluster of a flat tree), from its nodes' room buckets, when one node takes all
+    `count` pods (packing) or the pod is alone (spreading); None otherwise."""
+    rooms = state.leaf_rooms(shape, request.topology, domain)
+    if request.spread:
+        most = rooms.most() if count == 1 else None
+        return [(most[1], 1)] if most is not None else None
+    node = next(iter(rooms.tightest(count)), None)
+    return [(node, count)] if node is not None else None
 
 
 def pack(items: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
