@@ -230,9 +230,9 @@ def _split(
     children = tree.children[domain]
     if not children:
         if len(tree.nodes_under[domain]) > _INDEXED_LEAF:
-            plan = _leaf_plan(state, request, shape, domain, count)
-            if plan is not None:
-                return plan
+            indexed = _leaf_plan(state, request, shape, domain, count)
+            if indexed is not None:
+                return indexed
         node_counts = state.shape(shape).node
         items = [(node_counts[i], i) for i in tree.nodes_under[domain] if node_counts[i] > 0]
         return _spread(items, count) if request.spread else pack(items, count)
