@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -103,3 +104,29 @@ def test_records_we_cannot_read_are_never_signalled(tmp_path: Path, text: str) -
     (tmp_path / "pids" / "x.pid").write_text(text)
     assert processes.recorded(tmp_path) == {}
     assert processes.stop_one(tmp_path, "x") is False
+
+
+LINGERING = """\
+import ctypes, os, pathlib, sys, threading, time
+release = pathlib.Path(sys.argv[1])
+def last_thread():
+    while not release.exists():
+        time.sleep(0.01)
+    os._exit(3)
+threading.Thread(target=last_thread).start()
+ctypes.CDLL("libc.so.6").pthread_exit(None)  # the main thread ends first, as in Go programs
+"""
+
+
+def test_a_program_whose_main_thread_ended_first_is_gone_and_its_code_is_waited_for(
+    tmp_path: Path,
+) -> None:
+    """The main thread shows as a zombie while another thread still runs: the process counts
+    as exiting, and its exit code arrives once the last thread is gone."""
+    run_dir, release = tmp_path / "run", tmp_path / "release"
+    started = processes.start("lingering", [sys.executable, "-c", LINGERING, str(release)],
+                              run_dir, die_with_parent=True)
+    assert wait_until(lambda: not processes.running(started.identity))
+    assert started.exit_code() is None  # not collectable yet: a thread is still there
+    release.touch()
+    assert started.exit_code(wait=10.0) == 3

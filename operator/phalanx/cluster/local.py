@@ -464,7 +464,7 @@ class LocalCluster:
             if processes.running(identity):
                 continue
             started = self._started.get(name)
-            code = started.exit_code() if started is not None else None
+            code = started.exit_code(wait=5.0) if started is not None else None
             how = "exited" if code is None else f"exited with code {code}"
             log = self.run_dir / "logs" / f"{name}.log"
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])

@@ -54,9 +54,19 @@ class Started:
     def pid(self) -> int:
         return self.identity.pid
 
-    def exit_code(self) -> int | None:
-        """None while it runs; reaps it once it has exited."""
-        return self.process.poll()
+    def exit_code(self, wait: float = 0.0) -> int | None:
+        """None while it runs; reaps it once it has exited.
+
+        `wait`: seconds to give a process already on its way out. A multi-threaded program's
+        main thread shows as a zombie (so `running` is False) while its other threads are
+        still exiting, and until they are gone the exit code cannot be collected.
+        """
+        if not wait:
+            return self.process.poll()
+        try:
+            return self.process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return None
 
 
 # Handles of the children this Python process started and has not reaped: stop() reaps
