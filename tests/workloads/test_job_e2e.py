@@ -9,7 +9,17 @@ import json
 from typing import Any
 
 import pytest
-from gang_checks import bound, condition, event_reasons, gpu_template, pods, racks
+from gang_checks import (
+    apply_example,
+    bound,
+    condition,
+    event_reasons,
+    goes_with_its_workload,
+    gpu_template,
+    pods,
+    racks,
+    starts_whole_in_one_rack,
+)
 
 from phalanx.cluster import LocalCluster
 from phalanx.operator.main import Operator
@@ -82,3 +92,11 @@ def test_a_job_without_the_queue_label_gets_no_gang(
     cluster.apply([job], namespace=namespace)
     assert eventually(lambda: len(bound(pods(cluster, namespace, JOB_PODS))) == 2, 60)
     assert gone(cluster, "pg", "-n", namespace)  # pods placed one by one, no PodGroup
+
+
+def test_the_job_demo_runs_as_one_gang_in_a_rack(
+    cluster: LocalCluster, namespace: str, phalanx: Operator
+) -> None:
+    apply_example(cluster, namespace, "job.yaml")
+    starts_whole_in_one_rack(cluster, namespace, "job-train", JOB_PODS, 4)
+    goes_with_its_workload(cluster, namespace, "job", "train", ["job-train"], JOB_PODS)

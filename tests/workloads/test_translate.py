@@ -228,6 +228,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
         ("jobset.yaml", {"jobset-train": 5}),
         ("leaderworkerset.yaml", {"lws-serve-0": 4, "lws-serve-1": 4}),
         ("pytorchjob.yaml", {"pytorchjob-ddp": 4}),
+        ("trainjob.yaml", {"trainjob-llm": 4}),
         ("job-workload-api.yaml", {}),  # no queue label: Kubernetes' own PodGroup instead
     ],
 )
