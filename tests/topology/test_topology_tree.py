@@ -126,15 +126,11 @@ def test_levels_some_nodes_lack_are_named_with_counts() -> None:
         node("b", labels={"block": "b0"}),
         node("c", labels={}),
     ]
-    tree = tree_for(SPEC, [n.name for n in nodes], [n.labels for n in nodes])
-    gaps = level_gaps(SPEC, tree)
+    gaps = level_gaps(SPEC, [n.labels for n in nodes])
     assert [(g.level, g.missing, g.nodes) for g in gaps] == [("block", 1, 3), ("rack", 2, 3)]
     assert gaps_message(gaps).startswith(
         "level block: 1 of 3 nodes have none of its labels (block); "
         "level rack: 2 of 3 nodes have none of its labels (rack)")
-    none = tree_for(SPEC, ["c"], [{}])
-    assert level_gaps(SPEC, none)[0].describe() == (
+    assert level_gaps(SPEC, [{}])[0].describe() == (
         "level block: no node has any of its labels (block)")
-    labelled = racks(1, 2)
-    full = tree_for(SPEC, [n.name for n in labelled], [n.labels for n in labelled])
-    assert level_gaps(SPEC, full) == () and gaps_message(()) == ""
+    assert level_gaps(SPEC, [n.labels for n in racks(1, 2)]) == () and gaps_message(()) == ""

@@ -18,6 +18,7 @@ from phalanx.core.result import GroupDecision, Placement
 from phalanx.core.status import Reason, StatusCode
 from phalanx.operator.cache import Body
 from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
+from phalanx.topology.gaps import LevelGap, gaps_message
 
 FAILING = (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE, StatusCode.ERROR)
 RUNNING_PHASES = ("Running", "Unknown")
@@ -205,6 +206,42 @@ def binding_failed_event(
         group, "Warning", "BindingFailed",
         f"{len(failed)} of {len(failed) + len(placed)} pods not placed (e.g. {pod}: {reason}); "
         "placed pods stay, the rest is retried", topic="binding")
+
+
+def group_deleted_event(pod: Body, group: str, bound: int, pods: int, node: str | None) -> Event:
+    """On a pod of a gang whose PodGroup was deleted while the gang was being placed."""
+    done = f"this pod was bound to {node}" if node else "this pod was not bound"
+    return Event(
+        pod, "Warning", "GroupDeleted",
+        f"PodGroup {group} was deleted while its gang was being placed: {bound} of {pods} pods "
+        f"were bound (a binding cannot be undone; delete the pods to free their GPUs), {done}",
+        topic="group-deleted")
+
+
+def degraded_condition(topology: Body, gaps: Sequence[LevelGap], now: float) -> dict[str, Any]:
+    """NetworkTopology condition `Degraded`: True while some nodes carry no label of a level
+    (a mistyped label key, or nodes not labelled yet); the message names the levels and
+    how many nodes lack each."""
+    previous = (topology.get("status") or {}).get("conditions") or []
+    generation = int(topology.get("metadata", {}).get("generation") or 0)
+    if gaps:
+        return condition("Degraded", True, "NodesWithoutLevelLabels", gaps_message(tuple(gaps)),
+                         now, generation, previous)
+    return condition("Degraded", False, "AllNodesLabelled",
+                     "every node carries a label of every level", now, generation, previous)
+
+
+def topology_events(topology: Body, desired: Mapping[str, Any]) -> list[Event]:
+    """A Warning when the topology turns Degraded or what it lacks changes (not again while
+    the object already says so: a new leader repeats nothing)."""
+    wanted = {c["type"]: c for c in desired.get("conditions") or []}.get("Degraded")
+    if wanted is None or wanted["status"] != "True":
+        return []
+    before = {c.get("type"): c for c in (topology.get("status") or {}).get("conditions") or []}
+    said = before.get("Degraded") or {}
+    if said.get("status") == "True" and said.get("message") == wanted["message"]:
+        return []
+    return [Event(topology, "Warning", "Degraded", wanted["message"], topic="degraded")]
 
 
 def queue_status(

@@ -14,19 +14,27 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import structlog
 
 from phalanx.core.config import SchedulerConfig
+from phalanx.core.names import GPU
 from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.snapshot import Snapshot
 from phalanx.core.status import Reason
 from phalanx.observe.logging import group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.operator.cache import Body, object_key
-from phalanx.operator.compose import group_events, podgroup_status, queue_status
+from phalanx.operator.compose import (
+    degraded_condition,
+    group_events,
+    podgroup_status,
+    queue_status,
+    topology_events,
+)
 from phalanx.operator.events import Event
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS
 from phalanx.operator.plans import PlanBook
 from phalanx.operator.topology_status import allocated_by_queue, topology_status
 from phalanx.operator.upstream_status import upstream_report
 from phalanx.operator.writes import Writes
+from phalanx.topology.gaps import level_gaps
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -150,12 +158,24 @@ class Reports:
             if self._writes.status_changes("queues", queue, desired):
                 self._writes.status("queues", queue, desired)
 
-    def topologies(self, snapshot: Snapshot, topologies: Iterable[Body]) -> None:
+    def topologies(self, snapshot: Snapshot, topologies: Iterable[Body], now: float) -> None:
+        """Each NetworkTopology's domain tree, and `Degraded` (with a Warning) while some
+        nodes carry no label of one of its levels."""
+        index = snapshot.index
         for topology in list(topologies):
-            desired = topology_status(snapshot, object_key(topology))
-            if desired is not None and self._writes.status_changes(
-                    "networktopologies", topology, desired):
-                self._writes.status("networktopologies", topology, desired)
+            key = object_key(topology)
+            desired = topology_status(snapshot, key)
+            if desired is None:
+                continue
+            gaps = level_gaps(index.topologies[key], [n.labels for n in index.nodes
+                                                     if n.allocatable.get(GPU, 0) > 0])
+            desired["conditions"] = [degraded_condition(topology, gaps, now)]
+            if self._writes.status_changes("networktopologies", topology, desired):
+                events = topology_events(topology, desired)
+                if events:
+                    log.warning("network topology degraded", topology=key,
+                                levels=[gap.level for gap in gaps])
+                self._writes.status("networktopologies", topology, desired, events)
 
     def forget(self, groups: Mapping[str, Body], upstream: Mapping[str, Body]) -> None:
         """Groups deleted: their last offered status and running mark go."""

@@ -31,7 +31,7 @@ from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangOutcome
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
 from phalanx.operator.cache_snapshot import ParseMemo, take_snapshot
-from phalanx.operator.compose import binding_failed_event
+from phalanx.operator.compose import binding_failed_event, group_deleted_event
 from phalanx.operator.kube.client import Api
 from phalanx.operator.partial import PartialGangs
 from phalanx.operator.plans import Outcome, Plan, PlanBook, resolve
@@ -120,7 +120,7 @@ class Scheduler:
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
         self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))
         self.reports.queues(after, phases, self.cache.objects(Kind.QUEUE))
-        self.reports.topologies(after, self.cache.objects(Kind.NETWORK_TOPOLOGY))
+        self.reports.topologies(after, self.cache.objects(Kind.NETWORK_TOPOLOGY), now)
         self.reports.forget(groups, upstream)
         self.partial.forget(set(groups))
         self.cycles += 1
@@ -171,12 +171,15 @@ class Scheduler:
                     Kind.POD_GROUP, key) is not None:
                 plan, recorded = self.plans.start(key, assignments)
 
-            async def written(outcome: GangOutcome, key: str = key,
-                              plan: Plan | None = plan) -> None:
+            grouped = decision is not None and not decision.implicit
+
+            async def written(outcome: GangOutcome, key: str = key, plan: Plan | None = plan,
+                              gang: Mapping[str, str] = assignments,
+                              grouped: bool = grouped) -> None:
                 if plan is not None:
                     self.plans.release(key, plan)  # the next status write removes it
                 self._count(outcome)
-                self._report_gang(outcome)
+                self._report_gang(outcome, gang if grouped else None, pods)
 
             self.writes.bind_gang(key, assignments, pods, recorded, written)
         return {key: len(assignments) for key, assignments in gangs.items()}
@@ -188,10 +191,15 @@ class Scheduler:
         for reason in outcome.failed.values():
             self.metrics.record_binding(False, failure_label(reason))
 
-    def _report_gang(self, outcome: GangOutcome) -> None:
-        """One log line per gang written (never one per pod), and an Event on failures."""
+    def _report_gang(
+        self, outcome: GangOutcome, gang: Mapping[str, str] | None, pods: Mapping[str, Body]
+    ) -> None:
+        """One log line per gang written (never one per pod), and an Event on failures.
+        `gang`: the pods planned (None for a lone pod, which has no PodGroup)."""
         group = self.cache.get(Kind.POD_GROUP, outcome.group)
         if group is None:
+            if gang is not None:
+                self._group_gone(outcome, gang, pods)
             return
         queue = str(group.get("spec", {}).get("queue") or DEFAULT_QUEUE)
         with group_context(outcome.group, queue):
@@ -204,6 +212,23 @@ class Scheduler:
                 log.warning("gang partly placed", placed=len(outcome.placed),
                             failed=len(outcome.failed), example=f"{pod}: {reason}")
                 self.writes.event(binding_failed_event(group, outcome.placed, outcome.failed))
+
+    def _group_gone(
+        self, outcome: GangOutcome, gang: Mapping[str, str], pods: Mapping[str, Body]
+    ) -> None:
+        """The PodGroup was deleted while its gang was being placed. Bindings cannot be
+        undone and the pods may still be wanted, so the plan is not rolled back; the log
+        and an Event on each pod say what was done."""
+        bound = set(outcome.placed)
+        name = outcome.group.split("/", 1)[-1]
+        log.warning("group deleted while its gang was being placed", group=outcome.group,
+                    bound=len(bound), not_bound=len(gang) - len(bound))
+        for key in sorted(gang):
+            body = pods.get(key)
+            if body is None:
+                continue
+            node = gang[key] if key in bound else None
+            self.writes.event(group_deleted_event(body, name, len(bound), len(gang), node))
 
     def _release_partial(
         self,

@@ -4,10 +4,11 @@ status condition and Warning Event say."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from phalanx.topology.spec import TopologySpec
-from phalanx.topology.tree import DomainTree
+from phalanx.topology.tree import node_level_values
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,14 +26,18 @@ class LevelGap:
             f"labels ({labels})"
 
 
-def level_gaps(spec: TopologySpec, tree: DomainTree) -> tuple[LevelGap, ...]:
-    """The levels some nodes lack, coarse to fine (none without nodes)."""
-    nodes = len(tree.node_leaf)
-    return tuple(
-        LevelGap(level.name, level.node_labels, missing, nodes)
-        for level, missing in zip(spec.levels, tree.missing, strict=True)
-        if missing and nodes
-    )
+def level_gaps(
+    spec: TopologySpec, node_labels: Sequence[Mapping[str, str]]
+) -> tuple[LevelGap, ...]:
+    """The levels some of these nodes lack, coarse to fine (none without nodes). The caller
+    picks the nodes that should carry the topology (Phalanx: those with GPUs)."""
+    values = [node_level_values(spec, labels) for labels in node_labels]
+    gaps = []
+    for index, level in enumerate(spec.levels):
+        missing = sum(1 for v in values if v[index] is None)
+        if missing:
+            gaps.append(LevelGap(level.name, level.node_labels, missing, len(values)))
+    return tuple(gaps)
 
 
 def gaps_message(gaps: tuple[LevelGap, ...]) -> str:
