@@ -90,7 +90,7 @@ def test_kubectl_get_shows_the_printer_columns(cluster: LocalCluster, namespace:
         "RUNNING": "2", "ALLOCATED GPUS": "64", "AGE": "",
     }
     (row,) = table(cluster.kubectl("get", "ntopo", "default").stdout)
-    assert list(row) == ["NAME", "LEVELS", "DOMAINS", "NODES", "AGE"]
+    assert list(row) == ["NAME", "LEVELS", "DOMAINS", "NODES", "DEGRADED", "AGE"]
 
 
 def table(text: str) -> list[dict[str, str]]:
