@@ -60,6 +60,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the workload controllers the selected tests use before the first test runs."""
+    if session.config.option.collectonly:
+        return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     needed = {name for item in session.items for name in BUILDS
               if name in getattr(item, "fixturenames", ())}
