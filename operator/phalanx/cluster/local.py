@@ -176,17 +176,17 @@ class LocalCluster:
             workload_api=self.options.workload_api,
         )
         self._state = state
-        internal_kubeconfig = self.run_dir / "kubeconfig.internal"
+        internal_kubeconfig = self.internal_kubeconfig
         write_kubeconfig(internal_kubeconfig, state)
         if self.kubeconfig != internal_kubeconfig:
             write_kubeconfig(self.kubeconfig, state)
         (self.run_dir / STATE_FILE).write_text(state.to_json())
         (self.run_dir / STATE_FILE).chmod(0o600)  # holds the admin token
         try:
-            self._spawn(
+            self.spawn(
                 "etcd", components.etcd_args(tools["etcd"], self.run_dir, etcd_port, peer_port)
             )
-            self._spawn(
+            self.spawn(
                 "kube-apiserver",
                 components.apiserver_args(
                     tools["kube-apiserver"], self.run_dir, credentials, etcd_port, api_port,
@@ -196,7 +196,7 @@ class LocalCluster:
             self._wait_ready(timeout)
             if self.controller_manager:
                 (self._manager_port,) = free_ports(1)
-                self._spawn(
+                self.spawn(
                     "kube-controller-manager",
                     components.controller_manager_args(
                         tools["kube-controller-manager"], internal_kubeconfig, credentials,
@@ -205,7 +205,7 @@ class LocalCluster:
                 )
             kwok_config = self.run_dir / "kwok.yaml"
             kwok_config.write_text(kwok_config_yaml(self.kwok_lease_seconds))
-            self._spawn(
+            self.spawn(
                 "kwok",
                 [
                     str(tools["kwok"]),
@@ -250,6 +250,12 @@ class LocalCluster:
         if self._state is None:
             raise ClusterError(f"no cluster started in {self.run_dir}")
         return self._state
+
+    @property
+    def internal_kubeconfig(self) -> Path:
+        """The admin kubeconfig the cluster's own components use (kept in the run dir even
+        when `kubeconfig` is written elsewhere)."""
+        return self.run_dir / "kubeconfig.internal"
 
     @property
     def server(self) -> str:
@@ -400,14 +406,14 @@ class LocalCluster:
         if running is not None:
             return running
         config = self.run_dir / "kube-scheduler.yaml"
-        internal_kubeconfig = self.run_dir / "kubeconfig.internal"
+        internal_kubeconfig = self.internal_kubeconfig
         config.write_text(
             yaml.safe_dump(
                 components.scheduler_config(internal_kubeconfig, qps, burst), sort_keys=False
             )
         )
         (port,) = free_ports(1)
-        started = self._spawn(
+        started = self.spawn(
             "kube-scheduler",
             components.scheduler_args(
                 binaries.binary("kube-scheduler", self.bin_dir), config, internal_kubeconfig,
@@ -427,10 +433,16 @@ class LocalCluster:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _spawn(self, name: str, argv: Sequence[str]) -> processes.Started:
+    def spawn(
+        self, name: str, argv: Sequence[str], env: dict[str, str] | None = None
+    ) -> processes.Started:
+        """Start a process that belongs to this cluster: recorded in its run directory (so
+        `stop` ends it), logged to `logs/<name>.log`, dying with us when `die_with_parent`
+        (only from the main thread: the kernel ties it to the starting thread)."""
         on_main_thread = threading.current_thread() is threading.main_thread()
         started = processes.start(
-            name, argv, self.run_dir, die_with_parent=self.die_with_parent and on_main_thread
+            name, argv, self.run_dir, die_with_parent=self.die_with_parent and on_main_thread,
+            env=env,
         )
         self._started[name] = started
         return started

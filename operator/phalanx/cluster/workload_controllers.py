@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterable, Mapping
@@ -107,13 +106,10 @@ def start(cluster: LocalCluster, name: str, timeout: float = 120.0) -> Running:
     config.write_text(yaml.safe_dump(configuration(
         kind, webhook_port, metrics_port, health_port, status_port, certs.cert.parent
     ), sort_keys=False))
-    started = processes.start(
+    started = cluster.spawn(
         name,
         [str(ROOT / ".local" / "bin" / name), f"--config={config}", *kind.flags],
-        cluster.run_dir,
-        die_with_parent=cluster.die_with_parent
-        and threading.current_thread() is threading.main_thread(),
-        env={"KUBECONFIG": str(cluster.run_dir / "kubeconfig.internal"),
+        env={"KUBECONFIG": str(cluster.internal_kubeconfig),
              "TMPDIR": str(work / "tmp")},
     )
     try:
