@@ -1,5 +1,5 @@
-"""The real workload controllers on the local cluster: a JobSet and a LeaderWorkerSet get
-their pods created (by the controller, through Jobs or StatefulSets of
+"""The real workload controllers on the local cluster: a JobSet, a LeaderWorkerSet and a
+Kubeflow TrainJob get their pods created (by the controller, through Jobs or StatefulSets of
 kube-controller-manager), bound by kube-scheduler and run by kwok; deleting the workload
 deletes everything it made."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kube_objects import jobset, leader_worker_set
+from kube_objects import jobset, leader_worker_set, train_job
 from phalanx.cluster import LocalCluster
 from phalanx.cluster.workload_controllers import Running
 from polling import eventually, get_json, gone
@@ -73,3 +73,17 @@ def test_a_leader_worker_set_runs_its_groups_and_deletion_cleans_up(
         lambda: gone(cluster, "statefulsets,pods", "-n", namespace, "-l", selector),
         timeout=120,
     )
+
+
+def test_a_train_job_runs_its_nodes_and_deletion_cleans_up(
+    cluster: LocalCluster, namespace: str, kubeflow_controller: Running, kube_scheduler: int
+) -> None:
+    cluster.apply([train_job("tj", nodes=2)], namespace=namespace)
+    selector = JOBSET_PODS.format("tj")  # a TrainJob runs as the JobSet of its name
+    pods = eventually(lambda: running_pods(cluster, namespace, selector, 2), timeout=120)
+    assert len(pods) == 2
+    assert get_json(cluster, "jobset", "tj", "-n", namespace)["metadata"]["ownerReferences"][0][
+        "kind"] == "TrainJob"
+    cluster.kubectl("delete", "trainjob", "tj", "-n", namespace, "--wait=false")
+    assert eventually(lambda: gone(cluster, "jobsets,jobs,pods", "-n", namespace, "-l", selector)
+                      and gone(cluster, "jobset", "tj", "-n", namespace), timeout=120)
