@@ -7,12 +7,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
-from core_builders import HOST, cycle, decision, gang, node, nodes_of, pod, racks, topology
+from core_builders import HOST, cycle, decision, gang, node, nodes_of, racks, topology
 
-from phalanx.core import Snapshot
 from phalanx.core.status import Reason, StatusCode
 from phalanx.topology import TopologyLevel, TopologySpec, build_tree, tree_for
-from phalanx.topology.summary import summarize_topology
 from phalanx.topology.tree import ROOT, DomainTree, missing_label_marker
 
 SPEC = topology("default", "block", "rack", "host")
@@ -105,17 +103,6 @@ def test_domain_ids_do_not_depend_on_node_order() -> None:
     values = [tuple(n.labels.get(k) for k in ("block", "rack", HOST)) for n in nodes]
     forward = build_tree(SPEC, [n.name for n in nodes], values)
     assert forward.path == tuple(sorted(forward.path, key=lambda p: (len(p), p)))
-
-
-def test_summary_counts_nodes_and_gpus_per_domain() -> None:
-    nodes = racks(2, 2, gpus=8)
-    busy = [pod("busy", gpus=3, node_name="n-0-1-0")]
-    summary = summarize_topology(Snapshot(nodes=nodes, pods=busy, topologies=(SPEC,)), "default")
-    rows = {row.name: row for row in summary.tree}
-    assert (summary.levels, summary.nodes, summary.domains) == (3, 4, 1 + 2 + 4)
-    assert (rows["b0"].nodes, rows["b0"].gpus, rows["b0"].free_gpus) == (4, 32, 29)
-    assert (rows["b0/r1"].free_gpus, rows["b0/r1"].parent, rows["b0/r1"].label) == (13, "b0", "r1")
-    assert rows["b0/r1/n-0-1-0"].free_gpus == 5 and rows["b0/r1/n-0-1-0"].level == "host"
 
 
 def test_levels_some_nodes_lack_are_named_with_counts() -> None:

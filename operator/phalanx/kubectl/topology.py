@@ -1,8 +1,9 @@
 """`kubectl phalanx topology`: the domain tree with free and total GPUs per domain.
 
-The tree is the scheduler's own (`phalanx.topology` over the live nodes); free GPUs count
-only nodes that take pods, exactly what placement sees. A "whole-free" node has all its
-GPUs free: the count a whole-node job cares about.
+The tree is the scheduler's own (`phalanx.topology` over the live nodes); the counts are
+`phalanx.core.gpus`, the same the NetworkTopology status reports: free GPUs count only
+nodes that take pods, exactly what placement sees. A "whole-free" node has all its GPUs
+free: the count a whole-node job cares about.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phalanx.core.names import GPU, HOSTNAME_LABEL
+from phalanx.core.gpus import DomainGpus, domain_gpus
+from phalanx.core.names import HOSTNAME_LABEL
 from phalanx.core.snapshot import Snapshot
-from phalanx.observe.gpu_usage import MILLI, node_gpu_split, takes_pods
 from phalanx.topology.tree import ROOT, DomainTree
 
 
@@ -26,8 +27,8 @@ class DomainRow:
     level: str
     name: str
     nodes: int
-    gpus: float
-    free_gpus: float
+    gpus: int
+    free_gpus: int
     whole_free_nodes: int
 
 
@@ -41,20 +42,8 @@ def domain_rows(snapshot: Snapshot, topology: str, depth: int | None = None) -> 
     if topology not in index.topologies:
         known = ", ".join(sorted(index.topologies)) or "none"
         raise TopologyNotFound(f"NetworkTopology {topology} not found (known: {known})")
-    tree = index.tree(topology)
-    gpus = [0] * tree.size
-    free = [0] * tree.size
-    whole = [0] * tree.size
-    for i, node in enumerate(index.nodes):
-        used, idle = node_gpu_split(node, index.free[i].get(GPU, 0))
-        usable = takes_pods(node)
-        for domain in tree.node_ancestors[i]:
-            gpus[domain] += used + idle
-            if usable:
-                free[domain] += idle
-                whole[domain] += 1 if idle > 0 and used == 0 else 0
     rows: list[DomainRow] = []
-    _walk(tree, ROOT, 0, depth, gpus, free, whole, rows)
+    _walk(index.tree(topology), ROOT, 0, depth, domain_gpus(snapshot, topology), rows)
     return rows
 
 
@@ -63,9 +52,7 @@ def _walk(
     domain: int,
     depth: int,
     limit: int | None,
-    gpus: Sequence[int],
-    free: Sequence[int],
-    whole: Sequence[int],
+    counts: Sequence[DomainGpus],
     out: list[DomainRow],
 ) -> None:
     out.append(
@@ -75,16 +62,16 @@ def _walk(
             depth=depth,
             level=tree.level_name(domain) or "cluster",
             name=tree.path[domain][-1] if tree.path[domain] else tree.topology or "cluster",
-            nodes=len(tree.nodes_in(domain)),
-            gpus=gpus[domain] / MILLI,
-            free_gpus=free[domain] / MILLI,
-            whole_free_nodes=whole[domain],
+            nodes=counts[domain].nodes,
+            gpus=counts[domain].gpus,
+            free_gpus=counts[domain].free_gpus,
+            whole_free_nodes=counts[domain].whole_free_nodes,
         )
     )
     if limit is not None and tree.level_of[domain] >= limit:
         return
     for child in sorted(tree.children[domain], key=lambda c: tree.path[c]):
-        _walk(tree, child, depth + 1, limit, gpus, free, whole, out)
+        _walk(tree, child, depth + 1, limit, counts, out)
 
 
 def default_depth(snapshot: Snapshot, topology: str) -> int | None:

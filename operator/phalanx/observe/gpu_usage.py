@@ -2,18 +2,18 @@
 
 `free_unusable_whole_node` measures fragmentation: free GPUs on nodes that already run
 something, which a job asking for whole nodes cannot use. Nodes that are not ready or are
-cordoned offer no free GPUs at all; their GPUs still count as allocated if pods use them.
+cordoned offer no free GPUs at all; their GPUs still count as allocated if pods use them
+(`phalanx.core.gpus`, the one definition). Fractions are kept here: the gauges add up
+milli-GPUs, where the topology counts whole free GPUs per node.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.model import NodeInfo
+from phalanx.core.gpus import MILLI, node_gpus, takes_pods
 from phalanx.core.names import GPU
 from phalanx.core.snapshot import Snapshot
-
-MILLI = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,17 +27,6 @@ class GpuUsage:
     gpu_nodes: int
 
 
-def node_gpu_split(node: NodeInfo, free_milli: int) -> tuple[int, int]:
-    """(allocated, free) GPU milli-units of one node, clamped to its capacity."""
-    capacity = node.allocatable.get(GPU, 0)
-    free = min(max(free_milli, 0), capacity)
-    return capacity - free, free
-
-
-def takes_pods(node: NodeInfo) -> bool:
-    return node.ready and not node.unschedulable
-
-
 def gpu_usage(snapshot: Snapshot) -> GpuUsage:
     index = snapshot.index
     allocated = free = unusable = 0
@@ -46,13 +35,13 @@ def gpu_usage(snapshot: Snapshot) -> GpuUsage:
         if node.allocatable.get(GPU, 0) <= 0:
             continue
         gpu_nodes += 1
-        used, idle = node_gpu_split(node, node_free.get(GPU, 0))
-        allocated += used
+        counts = node_gpus(node, node_free.get(GPU, 0))
+        allocated += counts.used
         if not takes_pods(node):
             continue
-        free += idle
-        if used > 0:
-            unusable += idle
+        free += counts.free
+        if counts.used > 0:
+            unusable += counts.free
         else:
             fully_free += 1
     return GpuUsage(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.names import GPU, GroupKey, key_of
+from phalanx.core.gpus import domain_gpus
+from phalanx.core.names import GroupKey, key_of
 from phalanx.core.resources import format_amount
 from phalanx.core.snapshot import Snapshot
 
@@ -29,24 +30,24 @@ def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
 
 
 def topology_status(snapshot: Snapshot, name: str) -> dict[str, Any] | None:
-    """The domain tree with node and GPU counts (total and free) per domain."""
+    """The domain tree with node and GPU counts (total and free, `phalanx.core.gpus`)
+    per domain."""
     index = snapshot.index
     if name not in index.topologies:
         return None
     tree = index.tree(name)
-    total = [node.allocatable.get(GPU, 0) // 1000 for node in index.nodes]
-    free = [max(0, f.get(GPU, 0)) // 1000 for f in index.free]
-    rows = []
-    for domain in range(1, tree.size):
-        nodes = tree.nodes_in(domain)
-        rows.append({
+    counts = domain_gpus(snapshot, name)
+    rows = [
+        {
             "level": tree.level_name(domain),
             "name": tree.name(domain),
             "parent": tree.name(tree.parent[domain]) or None,
-            "nodes": len(nodes),
-            "gpus": sum(total[i] for i in nodes),
-            "freeGpus": sum(free[i] for i in nodes),
-        })
+            "nodes": counts[domain].nodes,
+            "gpus": counts[domain].gpus,
+            "freeGpus": counts[domain].free_gpus,
+        }
+        for domain in range(1, tree.size)
+    ]
     return {
         "levels": len(tree.levels),
         "domains": len(rows),

@@ -1,0 +1,48 @@
+"""Free GPUs per node and per domain: the one definition the status, the plugin and the
+gauges read."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core_builders import HOST, node, pod, racks
+
+from phalanx.core import Snapshot
+from phalanx.core.gpus import domain_gpus, node_gpus
+from phalanx.topology import TopologyLevel, TopologySpec
+
+SPEC = TopologySpec("default", (TopologyLevel("block", ("block",)),
+                                TopologyLevel("rack", ("rack",)), TopologyLevel("host", (HOST,))))
+
+
+def counts_by_name(snapshot: Snapshot) -> dict[str, tuple[int, int, int, int]]:
+    tree = snapshot.index.tree("default")
+    return {tree.name(d): (c.nodes, c.gpus, c.free_gpus, c.whole_free_nodes)
+            for d, c in enumerate(domain_gpus(snapshot, "default"))}
+
+
+def test_domains_count_nodes_gpus_and_free_gpus() -> None:
+    busy = [pod("busy", gpus=3, node_name="n-0-1-0")]
+    counts = counts_by_name(Snapshot(nodes=racks(2, 2, gpus=8), pods=busy, topologies=(SPEC,)))
+    assert counts["b0"] == (4, 32, 29, 3)
+    assert counts["b0/r1"] == (2, 16, 13, 1)
+    assert counts["b0/r1/n-0-1-0"] == (1, 8, 5, 0)
+
+
+def test_cordoned_and_not_ready_nodes_offer_no_free_gpus_but_count_in_the_total() -> None:
+    nodes = [node("a", labels={"block": "b0", "rack": "r0"}, unschedulable=True),
+             node("b", labels={"block": "b0", "rack": "r0"}, ready=False),
+             node("c", labels={"block": "b0", "rack": "r0"})]
+    counts = counts_by_name(Snapshot(nodes=nodes, topologies=(SPEC,)))
+    assert counts["b0/r0"] == (3, 24, 8, 1)
+    gone = node_gpus(nodes[0], 8000)
+    assert (gone.total, gone.used, gone.idle, gone.free) == (8000, 0, 8000, 0)
+
+
+def test_a_half_free_gpu_is_not_a_free_gpu() -> None:
+    nodes = [node("a", gpus=1, labels={"block": "b0", "rack": "r0"}),
+             node("b", gpus=1, labels={"block": "b0", "rack": "r0"})]
+    half = [replace(pod(name, node_name=name), requests={"nvidia.com/gpu": 500})
+            for name in ("a", "b")]
+    counts = counts_by_name(Snapshot(nodes=nodes, pods=half, topologies=(SPEC,)))
+    assert counts["b0/r0"][2] == 0
