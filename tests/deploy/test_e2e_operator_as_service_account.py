@@ -13,15 +13,15 @@ from kubernetes_asyncio import client as k8s
 
 from operator_thread import operator_in_thread
 from phalanx.cluster import LocalCluster
+from phalanx.config import Settings
 from phalanx.operator.main import Operator
-from phalanx.operator.settings import OperatorConfig
 
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "phalanx-system"
 GROUP_LABEL = "scheduling.phalanx.io/pod-group"
 GATE = "scheduling.phalanx.io/gang"
-FAST = OperatorConfig(debounce_seconds=0.1, max_delay_seconds=0.5, period_seconds=1.0)
+FAST = Settings(debounce_seconds=0.1, max_delay_seconds=0.5, cycle_period_seconds=1.0)
 PATIENCE = 90.0  # upper bound for waits; nothing here asserts speed
 
 

@@ -8,18 +8,18 @@ import pytest
 
 from operator_thread import operator_in_thread
 from phalanx.cluster import LocalCluster
-from phalanx.core.config import SchedulerConfig
+from phalanx.config import Settings
 from phalanx.operator.kube.client import load_configuration
 from phalanx.operator.main import Operator
-from phalanx.operator.settings import OperatorConfig
 
-FAST = OperatorConfig(
+FAST = Settings(
     debounce_seconds=0.1,
     max_delay_seconds=0.5,
-    period_seconds=1.0,
+    cycle_period_seconds=1.0,
     partial_grace_seconds=5.0,
+    backoff_initial_seconds=1.0,
+    backoff_max_seconds=4.0,
 )
-FAST_CORE = SchedulerConfig(backoff_initial_seconds=1.0, backoff_max_seconds=4.0)
 
 
 NOT_READY = "node.kubernetes.io/not-ready"
@@ -55,7 +55,7 @@ def phalanx(ready_nodes: LocalCluster) -> Iterator[Operator]:
     """A running operator (mode both) whose cache is synced and first cycle is done."""
 
     async def make() -> Operator:
-        return Operator(await load_configuration(str(ready_nodes.kubeconfig)), FAST, FAST_CORE)
+        return Operator(await load_configuration(str(ready_nodes.kubeconfig)), FAST)
 
     with operator_in_thread(make, "phalanx-operator") as operator:
         yield operator

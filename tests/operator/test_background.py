@@ -9,11 +9,11 @@ from operator_fakes import FakeApi, podgroup
 from test_scheduler import cluster, gpu_pod
 
 from manual_clock import turns
+from phalanx.config import Settings
 from phalanx.operator.background import BackgroundWrites
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.kube.client import JSON, Reply
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 
 
 class HeldApi(FakeApi):
@@ -34,7 +34,7 @@ class HeldApi(FakeApi):
 async def test_a_cycle_returns_while_its_bindings_are_in_flight_and_the_next_does_not_rebind():
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = HeldApi()
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)
     first = await asyncio.wait_for(scheduler.cycle(), timeout=5)
     assert len(first.bindings) == 2
@@ -50,7 +50,7 @@ async def test_a_cycle_returns_while_its_bindings_are_in_flight_and_the_next_doe
 
 async def test_writes_still_held_at_shutdown_are_cancelled_after_the_grace():
     objects = cluster(podgroup(min_member=1), gpu_pod("a"))
-    scheduler = Scheduler(ClusterCache.from_objects(objects), HeldApi(), OperatorConfig())
+    scheduler = Scheduler(ClusterCache.from_objects(objects), HeldApi(), Settings())
     await scheduler.cycle()
     assert len(scheduler.writes) > 0
     await asyncio.wait_for(scheduler.close(timeout=0.05), timeout=5)
@@ -102,7 +102,7 @@ async def test_a_pod_whose_binding_is_still_queued_stays_assumed_past_the_ttl():
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api, now = HeldApi(), [1000.0]
     scheduler = Scheduler(ClusterCache.from_objects(objects), api,
-                          OperatorConfig(assume_seconds=5), clock=lambda: now[0])
+                          Settings(assume_seconds=5), clock=lambda: now[0])
     await scheduler.cycle()
     now[0] += 600  # the API server has not answered for ten minutes
     assert (await scheduler.cycle()).bindings == ()
@@ -117,7 +117,7 @@ async def test_the_next_cycle_waits_for_room_while_many_bindings_are_queued():
     objects = cluster(podgroup(min_member=4), *(gpu_pod(f"p{i}") for i in range(4)))
     api = HeldApi()
     scheduler = Scheduler(ClusterCache.from_objects(objects), api,
-                          OperatorConfig(bind_concurrency=1))  # low water: 2 pods
+                          Settings(binding_concurrency=1))  # low water: 2 pods
     await scheduler.cycle()
     room = asyncio.create_task(scheduler.writes.binder.room())
     await turns()

@@ -11,12 +11,12 @@ from operator_fakes import FakeApi, settled_cycle
 
 from deploy.objects import Obj, node, pod, topology
 from deploy.test_kubectl_plugin import FakeKubectl
+from phalanx.config import Settings
 from phalanx.core.gpus import domain_gpus
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.kubectl import main as plugin
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 
 EXPECTED = {"r0": 8, "r1": 5, "r2": 16}  # cordoned n0; NotReady n2; 3 GPUs used on n3
 
@@ -40,7 +40,7 @@ def core_counts(objects: list[Obj]) -> dict[str, int]:
 
 async def status_counts(objects: list[Obj]) -> dict[str, int]:
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
     (status,) = [b["status"] for m, p, b in api.calls
                  if p.endswith("/networktopologies/default/status")]
     return {row["name"]: row["freeGpus"] for row in status["tree"]}

@@ -7,10 +7,9 @@ from typing import Any
 
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 
-from phalanx.core.config import SchedulerConfig
+from phalanx.config import Settings
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 
 
 def gpu_pod(name: str, **kw: Any) -> dict[str, Any]:
@@ -54,7 +53,7 @@ def pods_start_running(api: FakeApi, objects: list[dict[str, Any]]) -> None:
 async def test_an_idle_cluster_causes_no_writes():
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)
     await settled_cycle(scheduler)
     assert len(api.paths("POST")) >= 2  # the two bindings (and events)
@@ -71,7 +70,7 @@ async def test_a_leftover_plan_is_finished_on_its_nodes_first():
     objects = cluster(group, gpu_pod("a", node="n2"), gpu_pod("b"), podgroup("other", min_member=1),
                       gpu_pod("c", group="other"))
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
     bindings = {(b["metadata"]["name"], b["target"]["name"])
                 for m, p, b in api.calls if p.endswith("/binding")}
     assert ("b", "n3") in bindings
@@ -83,7 +82,7 @@ async def test_a_plan_with_nothing_bound_is_dropped_and_replanned():
         "ns/a": "gone-node", "ns/b": "n3"}}})
     objects = cluster(group, gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
     targets = {b["target"]["name"] for m, p, b in api.calls if p.endswith("/binding")}
     assert len(targets) == 2 and "gone-node" not in targets
 
@@ -98,7 +97,7 @@ async def run_partial(controller: bool) -> FakeApi:
     api = FakeApi()
     clock = [0.0]
     scheduler = Scheduler(ClusterCache.from_objects(objects), api,
-                          OperatorConfig(partial_grace_seconds=10), clock=lambda: clock[0])
+                          Settings(partial_grace_seconds=10), clock=lambda: clock[0])
     await settled_cycle(scheduler)
     assert api.paths("DELETE") == []
     clock[0] = 11.0
@@ -127,8 +126,8 @@ async def test_timeout_sets_the_reason_posts_one_event_and_backs_off():
     group["spec"]["topology"] = {"required": "host"}  # three 8-GPU pods never fit one host
     api = FakeApi()
     clock = [100.0]
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
-                          SchedulerConfig(backoff_initial_seconds=10), clock=lambda: clock[0])
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api,
+                          Settings(backoff_initial_seconds=10), clock=lambda: clock[0])
     await settled_cycle(scheduler)
     status = next(b["status"] for m, p, b in api.calls if p.endswith("podgroups/g/status"))
     unschedulable = next(c for c in status["conditions"] if c["type"] == "Unschedulable")
@@ -156,7 +155,7 @@ async def test_a_restarted_operator_does_not_repeat_events_the_status_already_sh
                       podgroup("big", min_member=4), *[gpu_pod(f"big-{i}", group="big")
                                                        for i in range(4)])
     api = FakeApi()
-    first = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    first = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                       clock=lambda: 1000.0)
     await settled_cycle(first)
     assert any(path.endswith("/events") for path in api.paths("POST"))
@@ -165,7 +164,7 @@ async def test_a_restarted_operator_does_not_repeat_events_the_status_already_sh
     await settled_cycle(first)  # Running now: the status changes, nothing new to announce
     echo_writes(api, objects)
     api.calls.clear()
-    restarted = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    restarted = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 2000.0)
     await settled_cycle(restarted)
     assert [p for p in api.paths("POST") if p.endswith("/events")] == []
@@ -174,7 +173,7 @@ async def test_a_restarted_operator_does_not_repeat_events_the_status_already_sh
 async def test_a_gang_admitted_and_placed_in_one_cycle_gets_one_event_saying_both():
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig()))
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
     events = [b for m, p, b in api.calls if p.endswith("/events")]
     assert [e["reason"] for e in events] == ["Scheduled"]
     assert "admitted" in events[0]["message"].lower()
@@ -185,7 +184,7 @@ async def test_a_gang_whose_pods_are_still_arriving_gets_no_status_until_the_gra
     group["metadata"]["creationTimestamp"] = "1970-01-01T00:16:40Z"  # 1000.0
     objects = cluster(group, gpu_pod("a"), gpu_pod("b"))  # the third pod is not there yet
     api, clock = FakeApi(), [1001.0]
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: clock[0])
     await settled_cycle(scheduler)
     assert [p for m, p, b in api.calls if "podgroups" in p or p.endswith("/events")] == []
@@ -202,7 +201,7 @@ async def test_a_placed_gangs_plan_rides_on_its_status_write_before_any_binding(
     the status write that reports the placement, and the next status write removes it."""
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)
     await settled_cycle(scheduler)
     writes = [(p, b) for m, p, b in api.calls if "/podgroups/" in p or p.endswith("/binding")]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from operator_fakes import pod, podgroup
 
+from phalanx.config.settings import Mode
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import ClusterCache, Kind
 from phalanx.operator.cache_snapshot import snapshot_objects
-from phalanx.operator.settings import Mode
 
 
 def pods_seen(objects):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from phalanx.cli.operator import add_arguments, settings_from
-from phalanx.config import SettingsError
-from phalanx.operator.settings import Mode, OperatorConfig
+from phalanx.config import Settings, SettingsError
+from phalanx.config.settings import Mode
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -42,7 +42,8 @@ def config_file(tmp_path: Path) -> Path:
 
 def test_without_file_or_flags_the_defaults_hold_and_no_lease_is_needed() -> None:
     settings = settings_from(parse(), {})
-    assert OperatorConfig.from_settings(settings) == OperatorConfig()
+    assert settings.model_dump(exclude={"leader_election"}) == Settings().model_dump(
+        exclude={"leader_election"})
     assert settings.metrics_port == 8080
     assert settings.leader_election.enabled is False
 
@@ -51,8 +52,7 @@ def test_a_settings_file_turns_leader_election_on_by_default(config_file: Path) 
     settings = settings_from(parse("--config", str(config_file)), {})
     assert settings.leader_election.enabled is True
     assert settings.leader_election.lease_duration_seconds == 20
-    config = OperatorConfig.from_settings(settings)
-    assert (config.mode, config.period_seconds) == (Mode.GATE, 7)
+    assert (settings.mode, settings.cycle_period_seconds) == (Mode.GATE, 7)
 
 
 def test_flags_beat_environment_which_beats_the_file(config_file: Path) -> None:
@@ -81,9 +81,11 @@ def test_a_bad_flag_is_named_with_its_setting() -> None:
         settings_from(parse("--metrics-port", "70000"), {})
 
 
-def test_a_setting_the_operator_cannot_honour_is_refused() -> None:
-    with pytest.raises(SettingsError, match="scheduler_name: only 'phalanx'"):
-        settings_from(parse(), {"PHALANX_SCHEDULER_NAME": "other"})
+def test_a_setting_the_operator_does_not_have_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("scheduler_name: other\n")  # the name is fixed: phalanx
+    with pytest.raises(SettingsError, match="scheduler_name: unknown setting"):
+        settings_from(parse("--config", str(path)), {})
 
 
 def test_an_invalid_environment_setting_exits_2_naming_it() -> None:

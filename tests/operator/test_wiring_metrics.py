@@ -14,12 +14,12 @@ from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settle
 from prometheus_client import CollectorRegistry
 from test_scheduler import echo_writes, pods_start_running
 
+from phalanx.config import Settings
 from phalanx.observe import Metrics
 from phalanx.observe.logging import configure_logging
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.kube.client import KubeApi
 from phalanx.operator.scheduler import Scheduler, failure_label
-from phalanx.operator.settings import OperatorConfig
 
 NOW = 1_000_000.0
 CREATED = "1970-01-12T13:46:00Z"  # NOW - 40 s
@@ -73,7 +73,7 @@ async def test_a_cycle_reports_bindings_gpus_phases_and_time_to_running(
     metrics = Metrics(CollectorRegistry())
     api = FakeApi()
     cluster = objects()
-    scheduler = Scheduler(ClusterCache.from_objects(cluster), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(cluster), api, Settings(),
                           clock=lambda: NOW, metrics=metrics)
     result = await settled_cycle(scheduler)
 
@@ -114,7 +114,7 @@ async def test_refused_bindings_are_counted_by_reason() -> None:
     metrics = Metrics(CollectorRegistry())
     api = FakeApi()
     api.fail(lambda method, path: path.endswith("/a-1/binding"), status=409)
-    scheduler = Scheduler(ClusterCache.from_objects(objects()), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(objects()), api, Settings(),
                           clock=lambda: NOW, metrics=metrics)
     await settled_cycle(scheduler)
     assert sample(metrics, "phalanx_binding_failures_total", reason="Conflict") == 1

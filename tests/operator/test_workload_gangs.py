@@ -7,9 +7,9 @@ from typing import Any
 
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, podgroup, settled_cycle
 
+from phalanx.config import Settings
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 from phalanx.workloads import pod_groups_for
 
 APPLY = "/apis/scheduling.phalanx.io/v1alpha1/namespaces/ns/podgroups/job-train"
@@ -38,7 +38,7 @@ def job_pod(name: str) -> dict[str, Any]:
 def scheduler(*objects: dict[str, Any]) -> tuple[Scheduler, FakeApi]:
     everything = [node("n0", "r0"), node("n1", "r1"), TOPOLOGY, QUEUE, *objects]
     api = FakeApi()
-    return Scheduler(ClusterCache.from_objects(everything), api, OperatorConfig(),
+    return Scheduler(ClusterCache.from_objects(everything), api, Settings(),
                      clock=lambda: 1000.0), api  # fmt: skip
 
 

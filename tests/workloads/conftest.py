@@ -10,11 +10,11 @@ import pytest
 
 from operator_thread import operator_in_thread
 from phalanx.cluster import LocalCluster
+from phalanx.config import Settings
 from phalanx.operator.kube.client import load_configuration
 from phalanx.operator.main import Operator
-from phalanx.operator.settings import OperatorConfig
 
-FAST = OperatorConfig(debounce_seconds=0.1, max_delay_seconds=0.5, period_seconds=1.0)
+FAST = Settings(debounce_seconds=0.1, max_delay_seconds=0.5, cycle_period_seconds=1.0)
 
 
 def running_operator(cluster: LocalCluster, name: str) -> Iterator[Operator]:

@@ -26,8 +26,6 @@ from phalanx.config.settings import CONFIG_PATH_ENV, ENV_PREFIX
 
 EXIT_INVALID = 2
 LEADER_ENV = f"{ENV_PREFIX}LEADER_ELECTION"
-# Values the settings declare but this operator does not read yet (the core fixes them).
-FIXED = {"scheduler_name": "phalanx", "default_queue": "default"}
 
 EPILOG = f"""\
 Settings (phalanx.config.Settings), highest precedence first:
@@ -115,10 +113,6 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         settings = Settings(**values)
     except ValidationError as err:
         raise SettingsError(describe_flag_errors(err)) from None
-    for name, supported in FIXED.items():
-        if getattr(settings, name) != supported:
-            raise SettingsError(f"{name}: only {supported!r} is supported by this operator "
-                                f"(got {getattr(settings, name)!r})")
     return settings
 
 
@@ -190,21 +184,18 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
     from phalanx.leader import LeaderElector, run_replica
     from phalanx.operator.kube.client import KubeApi, load_configuration
     from phalanx.operator.main import Operator
-    from phalanx.operator.settings import OperatorConfig
 
     try:
         configuration = await load_configuration(kubeconfig)
     except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as err:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise NoClusterConfig(f"cannot use kubeconfig {where}: {err}") from None
-    config = OperatorConfig.from_settings(settings)
     stop = asyncio.Event()
     take_signals(stop)
 
     async def work(stop_work: asyncio.Event, leading: asyncio.Event) -> None:
         """From the start, elected or not: a standby keeps its caches warm (operator.main)."""
-        operator = Operator(configuration, config, settings.scheduler_config(), metrics, health,
-                            settings.timeouts.api_request_seconds, leading=leading)
+        operator = Operator(configuration, settings, metrics, health, leading=leading)
         # Created before Kopf starts: Kopf cancels the tasks created on its loop after that.
         synced = asyncio.create_task(report_synced(
             operator.loop.ready, leading, health, settings.timeouts.cache_sync_seconds))

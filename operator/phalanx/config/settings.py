@@ -10,6 +10,7 @@ owner wrote.
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +34,24 @@ CONFIG_PATH_ENV = "PHALANX_CONFIG"
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 
-Mode = Literal["binder", "gate", "both"]
+class Mode(enum.StrEnum):
+    """Which pods the operator places: bound by it (pods naming schedulerName phalanx),
+    pinned and un-gated for kube-scheduler (pods gated by scheduling.phalanx.io/gang), or
+    both."""
+
+    BINDER = "binder"
+    GATE = "gate"
+    BOTH = "both"
+
+    @property
+    def binds(self) -> bool:
+        return self in (Mode.BINDER, Mode.BOTH)
+
+    @property
+    def ungates(self) -> bool:
+        return self in (Mode.GATE, Mode.BOTH)
+
+
 NodeOrder = Literal["binpack", "spread"]
 
 
@@ -56,7 +74,6 @@ class Timeouts(_Section):
     """Upper bounds on waits, so a stuck API call never stalls the scheduling loop forever."""
 
     api_request_seconds: float = Field(default=30.0, gt=0)
-    binding_seconds: float = Field(default=10.0, gt=0)
     cache_sync_seconds: float = Field(default=120.0, gt=0)
 
 
@@ -105,8 +122,7 @@ class Settings(BaseSettings):
         case_sensitive=False,
     )
 
-    mode: Mode = "both"
-    scheduler_name: str = Field(default="phalanx", pattern=_DNS_SUBDOMAIN)
+    mode: Mode = Mode.BOTH
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     debounce_seconds: float = Field(default=0.2, ge=0)  # quiet time after a change
     max_delay_seconds: float = Field(default=1.0, gt=0)  # a busy stream still gets cycles
@@ -117,7 +133,6 @@ class Settings(BaseSettings):
     backoff_initial_seconds: float = Field(default=5.0, gt=0)  # retry after a timeout
     backoff_max_seconds: float = Field(default=300.0, gt=0)
     default_topology: str = Field(default="default", min_length=1)
-    default_queue: str = Field(default="default", pattern=_DNS_SUBDOMAIN)
     create_default_queue: bool = True
     scoring: Scoring = Scoring()
     timeouts: Timeouts = Timeouts()
@@ -150,21 +165,6 @@ class Settings(BaseSettings):
             backoff_initial_seconds=self.backoff_initial_seconds,
             backoff_max_seconds=self.backoff_max_seconds,
         )
-
-    def operator_config_values(self) -> dict[str, Any]:
-        """The operator shell's knobs under its own names (`phalanx.operator.settings.
-        OperatorConfig`; `mode` still a string: wrap it in `Mode`)."""
-        return {
-            "mode": self.mode,
-            "namespaces": self.namespaces,
-            "debounce_seconds": self.debounce_seconds,
-            "max_delay_seconds": self.max_delay_seconds,
-            "period_seconds": self.cycle_period_seconds,
-            "bind_concurrency": self.binding_concurrency,
-            "assume_seconds": self.assume_seconds,
-            "partial_grace_seconds": self.partial_grace_seconds,
-            "create_default_queue": self.create_default_queue,
-        }
 
     @classmethod
     def settings_customise_sources(
@@ -296,7 +296,7 @@ def _plain(error: Mapping[str, Any]) -> str:
     if kind in bounds:
         (bound,) = ctx.values()
         return f"must be {bounds[kind]} {bound:g}"
-    if kind == "literal_error":
+    if kind in ("literal_error", "enum"):
         return f"must be one of {ctx['expected']}"
     if kind == "extra_forbidden":
         return "unknown setting"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
+from phalanx.config.settings import Mode
 from phalanx.core.backoff import Backoff
 from phalanx.core.names import GroupKey
 from phalanx.core.parse import snapshot_from_objects
@@ -18,7 +19,6 @@ from phalanx.core.snapshot import Snapshot
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body, ClusterCache, Kind
 from phalanx.operator.pods import is_bound, is_gated, wants_phalanx
-from phalanx.operator.settings import Mode
 
 
 def visible(pod: Body, mode: Mode, namespaces: Collection[str] = ()) -> bool:

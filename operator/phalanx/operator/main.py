@@ -10,7 +10,7 @@ import kopf
 import structlog
 from kubernetes_asyncio import client as k8s
 
-from phalanx.core.config import SchedulerConfig
+from phalanx.config import Settings
 from phalanx.core.names import DEFAULT_QUEUE, GROUP_VERSION
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
@@ -28,7 +28,6 @@ from phalanx.operator.kube.kopf_handlers import kopf_settings, register
 from phalanx.operator.kube.raw_watch import ApiListWatch, RawWatch
 from phalanx.operator.loop import SchedulingLoop
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 from phalanx.workloads import WORKLOAD_KINDS
 
 log = structlog.get_logger("phalanx.operator")
@@ -42,17 +41,15 @@ class Operator:
     def __init__(
         self,
         configuration: k8s.Configuration,
-        config: OperatorConfig | None = None,
-        core_config: SchedulerConfig | None = None,
+        settings: Settings | None = None,
         metrics: Metrics | None = None,
         health: Health | None = None,
-        request_timeout_seconds: float = 30.0,
         leading: asyncio.Event | None = None,
     ) -> None:
         """`leading`: set while this replica holds the leader Lease (None: it leads at once).
         Until then the operator is a warm standby: watches and caches run, nothing is
         decided or written, so its first cycle after winning runs at once."""
-        self.config = config or OperatorConfig()
+        self.settings = settings = settings or Settings()
         if leading is None:
             leading = asyncio.Event()
             leading.set()
@@ -60,21 +57,23 @@ class Operator:
         self.metrics = metrics or Metrics()
         self.health = health or Health()
         # One connection per binding in flight, plus some for status, events and the pod watch.
-        configuration.connection_pool_maxsize = self.config.bind_concurrency + 9
+        configuration.connection_pool_maxsize = settings.binding_concurrency + 9
         self.configuration = configuration
         self.stores: dict[Kind, Store] = {}
         self.cache = ClusterCache(self.stores)
         self.api_client = k8s.ApiClient(configuration)
-        self.api: Api = KubeApi(self.api_client, self.metrics, request_timeout_seconds)
+        self.api: Api = KubeApi(
+            self.api_client, self.metrics, settings.timeouts.api_request_seconds
+        )
         self.scheduler = Scheduler(
-            self.cache, self.api, self.config, core_config, metrics=self.metrics,
+            self.cache, self.api, settings, metrics=self.metrics,
             health=self.health,
         )
         self.loop = SchedulingLoop(
             self.scheduler.cycle,
-            debounce=self.config.debounce_seconds,
-            max_delay=self.config.max_delay_seconds,
-            period=self.config.period_seconds,
+            debounce=self.settings.debounce_seconds,
+            max_delay=self.settings.max_delay_seconds,
+            period=self.settings.cycle_period_seconds,
             room=self.scheduler.writes.binder.room,
         )
         self.pod_watch = RawWatch(ApiListWatch(self.api_client), self.loop.poke)
@@ -129,7 +128,7 @@ class Operator:
         if not self.leading.is_set():
             log.info("caches synced; standing by until elected")
             await self.leading.wait()
-        if self.config.create_default_queue:
+        if self.settings.create_default_queue:
             await ensure_default_queue(self.api)
         self.loop.ready.set()
         await self.loop.run()
@@ -146,7 +145,7 @@ class Operator:
             for watch in self.optional_watches
         ]
         self._task = asyncio.create_task(self._run_loop(), name="phalanx scheduling loop")
-        log.info("operator started", mode=self.config.mode.value)
+        log.info("operator started", mode=self.settings.mode.value)
 
     async def _discover(self) -> None:
         """Watch Kubernetes' PodGroups and each workload kind the API server serves now."""

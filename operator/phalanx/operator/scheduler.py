@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
+from phalanx.config import Settings
 from phalanx.core.backoff import Backoff
-from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
 from phalanx.core.names import DEFAULT_QUEUE, GroupKey
 from phalanx.core.result import CycleResult
@@ -37,7 +37,6 @@ from phalanx.operator.partial import PartialGangs
 from phalanx.operator.plans import Outcome, Plan, PlanBook, resolve
 from phalanx.operator.pods import pod_key
 from phalanx.operator.reports import Reports
-from phalanx.operator.settings import OperatorConfig
 from phalanx.operator.workload_gangs import WorkloadGangs
 from phalanx.operator.writes import Writes
 
@@ -62,22 +61,21 @@ class Scheduler:
         self,
         cache: ClusterCache,
         api: Api,
-        config: OperatorConfig,
-        core_config: SchedulerConfig | None = None,
+        settings: Settings | None = None,
         clock: Callable[[], float] = time.time,
         metrics: Metrics | None = None,
         health: Health | None = None,
     ) -> None:
         self.cache = cache
-        self.config = config
-        self.core_config = core_config or SchedulerConfig()
+        self.settings = settings = settings or Settings()
+        self.core_config = settings.scheduler_config()
         self.clock = clock
         self.metrics = metrics or Metrics()
         self.health = health or Health()
-        self.assumed = AssumedPods(config.assume_seconds)
-        self.writes = Writes(api, self.assumed, config.bind_concurrency, clock)
+        self.assumed = AssumedPods(settings.assume_seconds)
+        self.writes = Writes(api, self.assumed, settings.binding_concurrency, clock)
         self.plans = PlanBook()
-        self.partial = PartialGangs(config.partial_grace_seconds)
+        self.partial = PartialGangs(settings.partial_grace_seconds)
         self.reports = Reports(self.writes, self.plans, self.core_config, self.metrics)
         self.workload_gangs = WorkloadGangs(self.writes)
         self.backoffs: dict[GroupKey, Backoff] = {}  # the last cycle's, for the next snapshot
@@ -103,8 +101,8 @@ class Scheduler:
         await self._recover_plans(pods)
         pending_groups = self.workload_gangs.sync(self.cache)
         self.memo.rotate()
-        snapshot = take_snapshot(self.cache, self.assumed, self.config.mode,
-                                 self.config.namespaces, self.memo, self.backoffs,
+        snapshot = take_snapshot(self.cache, self.assumed, self.settings.mode,
+                                 self.settings.namespaces, self.memo, self.backoffs,
                                  pending_groups)
         result = run_cycle(snapshot, self.core_config, now)
         decided = self.clock() - now
