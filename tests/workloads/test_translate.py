@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from phalanx.api import PodGroup
+from crd_schema import validate
 from phalanx.core import InvalidObject, snapshot_from_objects
 from phalanx.workloads import pod_groups_for
 
@@ -62,7 +62,7 @@ def jobset(annotations: dict[str, str] | None = None) -> dict[str, Any]:
 def groups(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     found = pod_groups_for(obj)
     for group in found:
-        PodGroup.model_validate(group)  # what the API server would accept
+        validate(group)  # what the API server would accept
     return {g["metadata"]["name"]: g["spec"] for g in found}
 
 
