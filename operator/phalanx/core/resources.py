@@ -11,10 +11,7 @@ EMPTY: Resources = {}
 
 
 def add(left: Resources, right: Resources) -> dict[str, int]:
-    total = dict(left)
-    for name, amount in right.items():
-        total[name] = total.get(name, 0) + amount
-    return total
+    return total_of((left, right))
 
 
 def subtract(left: Resources, right: Resources) -> dict[str, int]:
