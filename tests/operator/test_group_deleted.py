@@ -9,10 +9,10 @@ from typing import Any
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup
 from structlog.testing import capture_logs
 
+from phalanx.config import Settings
 from phalanx.operator.cache import KIND_OF, ClusterCache, Kind, object_key
 from phalanx.operator.kube.client import JSON, Reply
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 
 
 class HeldBindings(FakeApi):
@@ -44,7 +44,7 @@ async def test_a_group_deleted_mid_binding_is_logged_and_its_pods_told() -> None
     for body in objects:
         stores[KIND_OF[body["kind"]]][object_key(body)] = [body]
     api = HeldBindings()
-    scheduler = Scheduler(ClusterCache(stores), api, OperatorConfig(), clock=lambda: 1000.0)
+    scheduler = Scheduler(ClusterCache(stores), api, Settings(), clock=lambda: 1000.0)
     with capture_logs() as logs:
         await scheduler.cycle()
         async with asyncio.timeout(30):  # a guard against a hang, not a measurement

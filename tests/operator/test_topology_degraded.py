@@ -9,9 +9,9 @@ from typing import Any
 
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, settled_cycle
 
+from phalanx.config import Settings
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 
 
 def with_levels(*levels: tuple[str, str]) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def cpu_node(name: str) -> dict[str, Any]:
 
 async def cycle(objects: list[dict[str, Any]]) -> tuple[FakeApi, dict[str, Any]]:
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                                   clock=lambda: 1000.0))
     patches = [b for m, p, b in api.calls if p.endswith("/networktopologies/default/status")]
     status = json.loads(json.dumps(patches[-1]["status"])) if patches else {}
