@@ -45,6 +45,14 @@ REQUIRED_ANNOTATION = "scheduling.phalanx.io/topology-required"
 PREFERRED_ANNOTATION = "scheduling.phalanx.io/topology-preferred"
 SUBGROUP_SIZE_ANNOTATION = "scheduling.phalanx.io/topology-subgroup-size"
 SUBGROUP_LEVEL_ANNOTATION = "scheduling.phalanx.io/topology-subgroup-level"
+GANG_SCOPE_ANNOTATION = "scheduling.phalanx.io/gang-scope"  # on a workload: its gangs
+MIN_MEMBER_ANNOTATION = "scheduling.phalanx.io/min-member"  # on a workload: its gang minimum
+
+# On the PodGroups the operator creates for a workload, and Kueue's topology annotations
+# on a workload's pod templates (read as the PodGroup's node-label levels).
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+KUEUE_REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 
 
 def key_of(namespace: str, name: str) -> str:

@@ -10,12 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from phalanx.core.names import GANG_SCOPE_ANNOTATION, MIN_MEMBER_ANNOTATION
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.membership import TRAINER_NODE_JOB
 
-GANG_SCOPE_ANNOTATION = "scheduling.phalanx.io/gang-scope"
 PER_REPLICATED_JOB = "replicated-job"
-MIN_MEMBER_ANNOTATION = "scheduling.phalanx.io/min-member"
 
 
 @dataclass(frozen=True, slots=True)

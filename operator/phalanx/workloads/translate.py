@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from phalanx.core.names import API_GROUP, QUEUE_KEY
+from phalanx.core.names import (
+    COMPONENT,
+    GROUP_VERSION,
+    KUEUE_PREFERRED_ANNOTATION,
+    KUEUE_REQUIRED_ANNOTATION,
+    MANAGED_BY_LABEL,
+    QUEUE_KEY,
+)
 from phalanx.core.parse.annotations import (
     GroupAnnotations,
     annotation_field,
@@ -29,12 +36,6 @@ from phalanx.workloads.gangs import (
     trainjob_gangs,
 )
 from phalanx.workloads.kinds import WORKLOAD_KINDS, WorkloadKind, kind_of
-
-KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
-KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGER = "phalanx"
-POD_GROUP_API_VERSION = f"{API_GROUP}/v1alpha1"
 
 _GANGS: dict[str, Callable[[Reader], list[Gang]]] = {
     "Job": job_gangs,
@@ -90,12 +91,12 @@ def _pod_group(
     if topology:
         spec["topology"] = topology
     return {
-        "apiVersion": POD_GROUP_API_VERSION,
+        "apiVersion": GROUP_VERSION,
         "kind": "PodGroup",
         "metadata": {
             "name": workload_group_name(kind.prefix, reader.name, gang.part),
             "namespace": reader.namespace,
-            "labels": {MANAGED_BY_LABEL: MANAGER},
+            "labels": {MANAGED_BY_LABEL: COMPONENT},
             "ownerReferences": [_owner(reader, kind)],
         },
         "spec": spec,
@@ -129,8 +130,8 @@ def _topology(reader: Reader, settings: GroupAnnotations, gang: Gang) -> dict[st
     levels = {
         "required": settings.required,
         "preferred": settings.preferred,
-        "requiredNodeLabel": _kueue(reader, gang, KUEUE_REQUIRED),
-        "preferredNodeLabel": _kueue(reader, gang, KUEUE_PREFERRED),
+        "requiredNodeLabel": _kueue(reader, gang, KUEUE_REQUIRED_ANNOTATION),
+        "preferredNodeLabel": _kueue(reader, gang, KUEUE_PREFERRED_ANNOTATION),
     }
     chosen = {field: value for field, value in levels.items() if value}
     if len(chosen) > 1:
