@@ -58,9 +58,11 @@ async def test_the_first_pod_of_a_gang_waits_for_the_rest_while_its_podgroup_is_
     test, _ = scheduler(job(), job_pod("train-a"))
     result = await settled_cycle(test)
     assert result.bindings == ()  # 1 of 2: not placed on its own
-    test, _ = scheduler(job(), job_pod("train-a"), job_pod("train-b"))
+    test, api = scheduler(job(), job_pod("train-a"), job_pod("train-b"))
     result = await settled_cycle(test)
     assert len(result.bindings) == 2
+    events = [body["reason"] for method, path, body in api.calls if path.endswith("/events")]
+    assert "GroupDeleted" not in events  # being created is not deleted
 
 
 async def test_an_applied_podgroup_is_not_applied_again() -> None:

@@ -194,9 +194,13 @@ class Scheduler:
     ) -> None:
         """One log line per gang written (never one per pod), and an Event on failures.
         `gang`: the pods planned (None for a lone pod, which has no PodGroup)."""
-        group = self.cache.get(Kind.POD_GROUP, outcome.group)
+        group = self.cache.get(Kind.POD_GROUP, outcome.group) or self.cache.get(
+            Kind.UPSTREAM_POD_GROUP, outcome.group)
         if group is None:
-            if gang is not None:
+            if outcome.group in self.workload_gangs.pending:
+                log.info("gang placed while its PodGroup is created", group=outcome.group,
+                         pods=len(outcome.placed), failed=len(outcome.failed))
+            elif gang is not None:
                 self._group_gone(outcome, gang, pods)
             return
         queue = str(group.get("spec", {}).get("queue") or DEFAULT_QUEUE)

@@ -28,6 +28,7 @@ class WorkloadGangs:
     def __init__(self, writes: Writes) -> None:
         self._writes = writes
         self._applying: dict[str, str] = {}  # PodGroup key -> the body in flight (JSON)
+        self.pending: set[str] = set()  # keys of the PodGroups the last sync found missing
 
     def sync(self, cache: ClusterCache) -> list[Body]:
         """Start the writes that bring every workload's PodGroups up to date. Returns the
@@ -54,6 +55,7 @@ class WorkloadGangs:
                 self._writes.delete(group_path("podgroups", name, namespace))
             pending.extend(d for d in wanted if object_key(d) not in present)
         self._forget_landed(present)
+        self.pending = {object_key(body) for body in pending}
         return pending
 
     def _ours_to_write(
