@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 
 from phalanx.operator.cache import ClusterCache, Kind
+from phalanx.operator.clock import MonotonicClock
 from phalanx.operator.kube.raw_watch import RawWatch
 
 
@@ -158,20 +159,24 @@ async def test_other_watch_errors_list_again():
     assert pods_in(watch) == {}
 
 
-async def test_watches_that_end_with_nothing_are_retried_with_a_growing_wait(monkeypatch):
+class RecordingClock(MonotonicClock):
+    """Waits no time, and notes how long each wait would have been."""
+
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        await asyncio.sleep(0)
+
+
+async def test_watches_that_end_with_nothing_are_retried_with_a_growing_wait():
     source = FakeSource(lists=[listing("10")], watches=[[], [], []])
-    sleeps: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def recording_sleep(delay: float) -> None:
-        sleeps.append(delay)
-        await real_sleep(0)
-
-    watch = RawWatch(source, Pokes(), initial_backoff=0.5, max_backoff=10)
-    monkeypatch.setattr(asyncio, "sleep", recording_sleep)
+    clock = RecordingClock()
+    watch = RawWatch(source, Pokes(), initial_backoff=0.5, max_backoff=10, clock=clock)
     await run_until_idle(watch, source)
     assert source.watched_from == ["10", "10", "10", "10"]
-    assert sleeps[:3] == [0.5, 1.0, 2.0]
+    assert clock.sleeps[:3] == [0.5, 1.0, 2.0]
 
 
 async def test_a_watch_that_goes_silent_is_given_up_after_the_read_timeout():

@@ -24,6 +24,7 @@ import structlog
 from kubernetes_asyncio import client as k8s
 
 from phalanx.operator.cache import Body, object_key, slim
+from phalanx.operator.clock import Clock, MonotonicClock
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -60,8 +61,10 @@ class RawWatch:
         max_backoff: float = 10.0,
         api_version: str = "v1",
         kind: str = "Pod",
+        clock: Clock | None = None,
     ) -> None:
         self.api_version = api_version
+        self._clock = clock or MonotonicClock()  # waits between failed watches
         self.kind = kind
         self.source = source
         self.on_change = on_change
@@ -108,7 +111,7 @@ class RawWatch:
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as error:
                 log.warning("watch interrupted", kind=self.kind,
                             error=f"{type(error).__name__}: {error}")
-            await asyncio.sleep(delay)
+            await self._clock.sleep(delay)
             delay = min(delay * 2, self._max_backoff)
 
     def replace(self, listed: Mapping[str, Any]) -> None:
