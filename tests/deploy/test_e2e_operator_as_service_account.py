@@ -136,3 +136,26 @@ async def test_gangs_are_placed_with_only_the_service_account_rights(
     # Queues: create (the default Queue, deleted before the operator started).
     assert get_json(cluster, "queues.scheduling.phalanx.io", "default")["metadata"]["name"]
     assert operator_as_account.loop.errors == 0
+
+
+async def test_a_queue_labelled_jobs_gang_is_made_and_placed_with_only_those_rights(
+    installed_rbac: LocalCluster, namespace: str, operator_as_account: Operator
+) -> None:
+    """Automatic gangs: list and watch Jobs, create (server-side apply) the PodGroup."""
+    cluster = installed_rbac
+    template = {"spec": pod("x", "", 8)["spec"]}
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "labels": {"scheduling.phalanx.io/queue": "default"}},
+        "spec": {"parallelism": 2, "backoffLimit": 0, "template": template},
+    }  # fmt: skip
+    await asyncio.to_thread(cluster.apply, [job], namespace)
+
+    def running() -> bool:
+        found = cluster.kubectl("get", "pg", "job-train", "-n", namespace, "-o", "json",
+                                check=False)  # fmt: skip
+        return found.returncode == 0 and (
+            (json.loads(found.stdout).get("status") or {}).get("phase") == "Running")
+
+    await eventually(running)
+    assert operator_as_account.loop.errors == 0
