@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from operator_fakes import pod, podgroup
 
-from phalanx.operator.plans import Outcome, Plan, decode_plan, resolve
+from phalanx.operator.plans import LeftoverAction, Plan, decode_plan, resolve
 
 PLAN = Plan("p1", {"ns/a": "n1", "ns/b": "n2", "ns/c": "n3"})
 
@@ -31,23 +31,23 @@ def test_unreadable_plan_is_no_plan():
 def test_partly_bound_plan_is_finished_on_the_same_nodes():
     pods = {"ns/a": pod("a", node="n1"), "ns/b": pod("b"), "ns/c": pod("c")}
     result = resolve(PLAN, pods, {"n1", "n2", "n3"})
-    assert result.outcome is Outcome.FINISH
+    assert result.action is LeftoverAction.FINISH
     assert result.remaining == {"ns/b": "n2", "ns/c": "n3"}
 
 
 def test_plan_with_nothing_bound_is_dropped():
     pods = {"ns/a": pod("a"), "ns/b": pod("b"), "ns/c": pod("c")}
-    assert resolve(PLAN, pods, {"n1", "n2", "n3"}).outcome is Outcome.DROP
+    assert resolve(PLAN, pods, {"n1", "n2", "n3"}).action is LeftoverAction.DROP
 
 
 def test_plan_whose_node_vanished_is_dropped():
     pods = {"ns/a": pod("a", node="n1"), "ns/b": pod("b"), "ns/c": pod("c")}
-    assert resolve(PLAN, pods, {"n1", "n2"}).outcome is Outcome.DROP
+    assert resolve(PLAN, pods, {"n1", "n2"}).action is LeftoverAction.DROP
 
 
 def test_fully_bound_plan_is_done():
     pods = {"ns/a": pod("a", node="n1"), "ns/b": pod("b", node="n2")}  # c was deleted
-    assert resolve(PLAN, pods, {"n1", "n2", "n3"}).outcome is Outcome.DONE
+    assert resolve(PLAN, pods, {"n1", "n2", "n3"}).action is LeftoverAction.DONE
 
 
 def test_ungated_pods_count_as_placed():
@@ -55,4 +55,4 @@ def test_ungated_pods_count_as_placed():
     pods = {"ns/a": ungated, "ns/b": pod("b", gated=True, scheduler="default-scheduler"),
             "ns/c": pod("c", node="n3")}
     result = resolve(PLAN, pods, {"n1", "n2", "n3"})
-    assert result.outcome is Outcome.FINISH and result.remaining == {"ns/b": "n2"}
+    assert result.action is LeftoverAction.FINISH and result.remaining == {"ns/b": "n2"}

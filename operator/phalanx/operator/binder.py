@@ -28,7 +28,7 @@ from phalanx.operator.pods import is_gated
 
 
 @dataclasses.dataclass(frozen=True)
-class GangOutcome:
+class GangWritten:
     group: str
     placed: tuple[str, ...] = ()
     failed: Mapping[str, str] = dataclasses.field(default_factory=dict)  # pod -> reason
@@ -85,7 +85,7 @@ class GangBinder:
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
         recorded: Awaitable[bool] | None = None,
-    ) -> Coroutine[Any, Any, GangOutcome]:
+    ) -> Coroutine[Any, Any, GangWritten]:
         """Assume every assigned pod on its node now, and return the writes to await (or
         run in the background). With `recorded`, nothing is bound before it says the
         plan is in the PodGroup's status (False: the gang is not placed)."""
@@ -100,12 +100,12 @@ class GangBinder:
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
         recorded: Awaitable[bool] | None,
-    ) -> GangOutcome:
+    ) -> GangWritten:
         if recorded is not None and not await recorded:
             for pod_key in assignments:
                 self._assumed.forget(pod_key)
             self._track(-len(assignments))
-            return GangOutcome(group_key, skipped="plan not recorded in the PodGroup's status")
+            return GangWritten(group_key, skipped="plan not recorded in the PodGroup's status")
         replies = await asyncio.gather(
             *(self._place_pod(key, node, pods.get(key)) for key, node in assignments.items())
         )
@@ -116,7 +116,7 @@ class GangBinder:
             else:
                 failed[key] = f"{reply.status} {reply.reason}"
                 self._assumed.forget(key)
-        return GangOutcome(group_key, tuple(placed), failed)
+        return GangWritten(group_key, tuple(placed), failed)
 
     async def _place_pod(self, pod_key: str, node: str, pod: Body | None) -> Reply:
         try:

@@ -49,7 +49,9 @@ def decode_plan(group: Body) -> Plan | None:
         return None
 
 
-class Outcome(enum.StrEnum):
+class LeftoverAction(enum.StrEnum):
+    """What to do with a plan a previous leader left on a PodGroup."""
+
     DONE = "done"  # every planned pod is placed or gone: only the status field is left
     DROP = "drop"  # nothing placed yet, or a planned node vanished: plan afresh
     FINISH = "finish"  # some placed: place the rest on their planned nodes
@@ -57,7 +59,7 @@ class Outcome(enum.StrEnum):
 
 @dataclasses.dataclass(frozen=True)
 class Resolution:
-    outcome: Outcome
+    action: LeftoverAction
     remaining: Mapping[str, str]  # pod key -> node, for FINISH
 
 
@@ -66,10 +68,10 @@ def resolve(plan: Plan, pods: Mapping[str, Body], nodes: Collection[str]) -> Res
     placed = [k for k, pod in live.items() if not _waiting(pod)]
     remaining = {k: plan.pods[k] for k, pod in live.items() if _waiting(pod)}
     if not remaining:
-        return Resolution(Outcome.DONE, {})
+        return Resolution(LeftoverAction.DONE, {})
     if not placed or any(node not in nodes for node in remaining.values()):
-        return Resolution(Outcome.DROP, {})
-    return Resolution(Outcome.FINISH, remaining)
+        return Resolution(LeftoverAction.DROP, {})
+    return Resolution(LeftoverAction.FINISH, remaining)
 
 
 def _waiting(pod: Body) -> bool:

@@ -28,13 +28,13 @@ from phalanx.observe.logging import cycle_context, group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
-from phalanx.operator.binder import GangOutcome
+from phalanx.operator.binder import GangWritten
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
 from phalanx.operator.cache_snapshot import ParseMemo, take_snapshot
 from phalanx.operator.compose import binding_failed_event, group_deleted_event
 from phalanx.operator.kube.client import Api
 from phalanx.operator.partial import PartialGangs
-from phalanx.operator.plans import Outcome, Plan, PlanBook, resolve
+from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve
 from phalanx.operator.pods import pod_key
 from phalanx.operator.reports import Reports
 from phalanx.operator.workload_gangs import WorkloadGangs
@@ -145,8 +145,8 @@ class Scheduler:
         self, key: str, plan: Plan, pods: Mapping[str, Body], nodes: set[str]
     ) -> None:
         resolution = resolve(plan, pods, nodes)
-        if resolution.outcome is not Outcome.FINISH:  # the next status write removes it
-            log.info("plan dropped", outcome=resolution.outcome.value)
+        if resolution.action is not LeftoverAction.FINISH:  # the next status write removes it
+            log.info("plan dropped", action=resolution.action.value)
             return
         self.plans.hold(key, plan)  # the status keeps it until the pods are bound
         try:
@@ -171,7 +171,7 @@ class Scheduler:
 
             grouped = decision is not None and not decision.implicit
 
-            async def written(outcome: GangOutcome, key: str = key, plan: Plan | None = plan,
+            async def written(outcome: GangWritten, key: str = key, plan: Plan | None = plan,
                               gang: Mapping[str, str] = assignments,
                               grouped: bool = grouped) -> None:
                 if plan is not None:
@@ -182,7 +182,7 @@ class Scheduler:
             self.writes.bind_gang(key, assignments, pods, recorded, written)
         return {key: len(assignments) for key, assignments in gangs.items()}
 
-    def _count(self, outcome: GangOutcome) -> None:
+    def _count(self, outcome: GangWritten) -> None:
         self.writes.count(outcome)
         for _ in outcome.placed:
             self.metrics.record_binding(True)
@@ -190,7 +190,7 @@ class Scheduler:
             self.metrics.record_binding(False, failure_label(reason))
 
     def _report_gang(
-        self, outcome: GangOutcome, gang: Mapping[str, str] | None, pods: Mapping[str, Body]
+        self, outcome: GangWritten, gang: Mapping[str, str] | None, pods: Mapping[str, Body]
     ) -> None:
         """One log line per gang written (never one per pod), and an Event on failures.
         `gang`: the pods planned (None for a lone pod, which has no PodGroup)."""
@@ -216,7 +216,7 @@ class Scheduler:
                 self.writes.event(binding_failed_event(group, outcome.placed, outcome.failed))
 
     def _group_gone(
-        self, outcome: GangOutcome, gang: Mapping[str, str], pods: Mapping[str, Body]
+        self, outcome: GangWritten, gang: Mapping[str, str], pods: Mapping[str, Body]
     ) -> None:
         """The PodGroup was deleted while its gang was being placed. Bindings cannot be
         undone and the pods may still be wanted, so the plan is not rolled back; the log

@@ -20,7 +20,7 @@ import structlog
 from phalanx.core.names import COMPONENT
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.background import BackgroundWrites
-from phalanx.operator.binder import GangBinder, GangOutcome
+from phalanx.operator.binder import GangBinder, GangWritten
 from phalanx.operator.cache import Body, object_key
 from phalanx.operator.compose import differs
 from phalanx.operator.events import Event, EventRecorder
@@ -28,7 +28,7 @@ from phalanx.operator.kube.client import APPLY_PATCH, MERGE_PATCH, Api, group_pa
 
 log = structlog.get_logger("phalanx.operator")
 
-OnGang = Callable[[GangOutcome], Awaitable[None]]
+OnGang = Callable[[GangWritten], Awaitable[None]]
 
 
 @dataclasses.dataclass
@@ -75,11 +75,11 @@ class Writes:
         self.background.spawn(bind(), name=f"gang {key}")
 
     async def bind_now(self, key: str, assignments: Mapping[str, str],
-                       pods: Mapping[str, Body]) -> GangOutcome:
+                       pods: Mapping[str, Body]) -> GangWritten:
         """Bind and wait (finishing a leftover plan, before the cycle plans anything)."""
         return await self.binder.place_gang(key, assignments, pods)
 
-    def count(self, outcome: GangOutcome) -> None:
+    def count(self, outcome: GangWritten) -> None:
         self.counts.bound += len(outcome.placed)
         self.counts.failed += len(outcome.failed)
 
