@@ -89,3 +89,12 @@ async def test_a_workload_it_cannot_read_gets_a_warning_naming_the_field() -> No
     [event] = [body for method, path, body in api.calls if path.endswith("/events")]
     assert event["reason"] == "InvalidGang"
     assert "scheduling.phalanx.io/topology-subgroup" in event["message"]
+
+
+async def test_a_podgroup_being_created_is_as_old_as_its_workload() -> None:
+    old = job()
+    old["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    test, _ = scheduler(old)
+    [pending] = test.workload_gangs.sync(test.cache)
+    await test.settle()
+    assert pending["metadata"]["creationTimestamp"] == "2026-01-01T00:00:00Z"

@@ -53,7 +53,8 @@ class WorkloadGangs:
             namespace = str(workload.get("metadata", {}).get("namespace"))
             for name in changes.delete:
                 self._writes.delete(group_path("podgroups", name, namespace))
-            pending.extend(d for d in wanted if object_key(d) not in present)
+            created = workload.get("metadata", {}).get("creationTimestamp")
+            pending.extend(_aged(d, created) for d in wanted if object_key(d) not in present)
         self._forget_landed(present)
         self.pending = {object_key(body) for body in pending}
         return pending
@@ -90,3 +91,10 @@ class WorkloadGangs:
         """Bodies in flight that the cache now shows are no longer in flight."""
         for key in set(self._applying) & set(present):
             del self._applying[key]
+
+
+def _aged(group: Body, created: str | None) -> Body:
+    """A PodGroup being created counts as old as its workload (queues admit oldest first)."""
+    if not created:
+        return group
+    return {**group, "metadata": {**group["metadata"], "creationTimestamp": created}}
