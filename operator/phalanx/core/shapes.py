@@ -100,3 +100,16 @@ def fit_counts(
         column = [free.get(name, 0) // amount for free in frees]
         counts = list(map(min, counts, column))
     return [count if count > 0 else 0 for count in counts]
+
+
+def fit_counts_of_columns(
+    columns: Sequence[Sequence[int]],
+    pods_free: Sequence[int],
+    requests: tuple[tuple[str, int], ...],
+) -> list[int]:
+    """`fit_counts` from one column of free amounts per requested resource (aligned with
+    `requests`), as the cycle state keeps them."""
+    counts = list(pods_free)
+    for column, (_, amount) in zip(columns, requests, strict=True):
+        counts = list(map(min, counts, [free // amount for free in column]))
+    return [count if count > 0 else 0 for count in counts]

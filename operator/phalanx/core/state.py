@@ -14,7 +14,7 @@ from phalanx.core.model import PodInfo
 from phalanx.core.names import PODS
 from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.rooms import RoomIndex
-from phalanx.core.shapes import Shape, fit_count, fit_counts
+from phalanx.core.shapes import Shape, fit_count, fit_counts, fit_counts_of_columns
 from phalanx.core.snapshot import UNLIMITED_PODS, ClusterIndex
 from phalanx.core.status import Exclusion, Problem
 from phalanx.topology.tree import DomainTree
@@ -59,6 +59,15 @@ class CycleState:
         self._best: dict[tuple[Shape, str | None, int], LevelBest] = {}
         self.static_rooms: dict[tuple[Shape, str | None], list[int]] = {}
         self.rejections: dict[object, tuple[int, Problem]] = {}
+        self._columns: dict[str, list[int]] = {}
+
+    def _column(self, name: str) -> list[int]:
+        """Free amount of one resource on every node, kept current by `_change`: each new
+        shape's fit counts read columns instead of every node's dict."""
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = [free.get(name, 0) for free in self.free]
+        return column
 
     def tree(self, topology: str | None) -> DomainTree:
         tree = self._trees.get(topology)
@@ -86,7 +95,10 @@ class CycleState:
         counts = self._shapes.get(shape)
         if counts is None:
             static = self.static(shape.constraints)
-            fits = fit_counts(self.free, self.pods_free, shape.requests)
+            fits = fit_counts_of_columns(
+                [self._column(name) for name, _ in shape.requests], self.pods_free,
+                shape.requests,
+            )
             node = [
                 count if cause is None else 0 for count, cause in zip(fits, static, strict=True)
             ]
@@ -162,23 +174,30 @@ class CycleState:
         self.held[node] += sign
         self.pods_free[node] -= sign * HELD_PODS
         self.generation += 1
-        self._refresh_counts(node)
+        self._refresh_counts(node, shrinking=sign > 0)
 
     def _change(self, node: int, pod: PodInfo, sign: int) -> None:
         if node not in self._owned:
             self.free[node] = dict(self.free[node])
             self._owned.add(node)
         free = self.free[node]
+        columns = self._columns
         for name, amount in pod.requests.items():
             free[name] = free.get(name, 0) + sign * amount
+            column = columns.get(name)
+            if column is not None:
+                column[node] = free[name]
         self.pods_free[node] += sign
         self.generation += 1
-        self._refresh_counts(node)
+        self._refresh_counts(node, shrinking=sign < 0 and all(
+            amount >= 0 for amount in pod.requests.values()))
 
-    def _refresh_counts(self, node: int) -> None:
+    def _refresh_counts(self, node: int, shrinking: bool) -> None:
+        """`shrinking`: the node only lost room, so shapes that fit no pod there still
+        fit none and are skipped (most of them, on a busy cluster with many shapes)."""
         free, pods_free = self.free[node], self.pods_free[node]
         for counts in self._shapes.values():
-            if counts.static[node] is not None:
+            if counts.static[node] is not None or (shrinking and not counts.node[node]):
                 continue
             new = fit_count(free, pods_free, counts.shape.requests)
             delta = new - counts.node[node]
