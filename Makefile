@@ -8,7 +8,7 @@ CLUSTER ?= examples/clusters/small.yaml
 CLUSTER_ARGS ?=
 
 .PHONY: help install tools controllers cluster-up cluster-down run demo test test-unit test-e2e \
-        lint bench bench-core bench-sim bench-e2e bench-smoke chaos clean
+        lint bench bench-core bench-sim bench-e2e bench-e2e-5000 bench-smoke chaos clean
 
 help:
 	@echo "make run     build what is missing, start the local cluster, the operator and a demo"
@@ -61,6 +61,10 @@ bench-sim: install
 
 bench-e2e: install tools
 	$(PYTHON) -m bench.e2e
+
+bench-e2e-5000: install tools
+	$(PYTHON) -m bench.e2e --workload bench/workloads/e2e-5000.yaml --rounds 1 \
+		--output bench/results/e2e-5000.json
 
 bench: bench-core bench-sim bench-e2e
 

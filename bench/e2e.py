@@ -50,6 +50,7 @@ from typing import Any
 
 from bench import e2e_components as components
 from bench import e2e_report as report
+from bench import e2e_table as table
 from bench.e2e_measure import (
     Endpoint,
     ProcessReading,
@@ -67,6 +68,7 @@ from bench.e2e_workload import (
     pod_group_object,
     pod_object,
     submission_waves,
+    upstream_pod_group_object,
 )
 from phalanx.cluster import ClusterDescription, LocalCluster, binaries, load_description
 
@@ -74,10 +76,16 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "bench" / "workloads" / "e2e.yaml"
 OUTPUT = ROOT / "bench" / "results" / "e2e.json"
 README = ROOT / "bench" / "README.md"
-SCHEDULERS = ("phalanx", "kube-scheduler")
+KUBE_GANG = "kube-scheduler-gang"
+SCHEDULERS = ("phalanx", "kube-scheduler", KUBE_GANG)
+MODES = ("arrival", "backlog")
+# A gang whose first and last bindings lie further apart than this was seen partly bound
+# (some pods on nodes, holding GPUs, while others were not): pods of one gang bound in one
+# go land within a fraction of a second of each other.
+PARTIAL_SECONDS = 2.0
 # Run to run, kube-scheduler's throughput on this 2-core machine varied by a fifth: one
 # pair of runs cannot carry a ratio. Each round runs both, alternating, on fresh clusters.
-ROUNDS = 5
+ROUNDS = 3
 PROGRESS_SECONDS = 5.0
 
 
@@ -152,36 +160,48 @@ class Bindings:
 # -- one run ----------------------------------------------------------------------------------
 
 def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
-            workload: Workload, run_dir: Path, profile: bool) -> dict[str, Any]:
-    """Fresh cluster, scheduler started, workload submitted, every binding awaited."""
-    tag = f"[{scheduler}]"
+            workload: Workload, run_dir: Path, profile: bool,
+            mode: str = "arrival") -> dict[str, Any]:
+    """Fresh cluster; in arrival mode the scheduler is started (and ready) before the
+    workload is submitted, in backlog mode after every object exists; every binding is
+    awaited."""
+    tag = f"[{scheduler} {mode}]"
     pods_total = sum(g.pods for g in gangs)
-    result: dict[str, Any] = {"scheduler": scheduler, "pods": pods_total, "gangs": len(gangs),
-                              "load_average_start": load_average()}
-    cluster = LocalCluster(run_dir)
+    result: dict[str, Any] = {"scheduler": scheduler, "mode": mode, "pods": pods_total,
+                              "gangs": len(gangs), "load_average_start": load_average()}
+    # kube-controller-manager is left out: none of its controllers acts on these pods,
+    # and at 20,000 pods its informers would take CPU from every contender alike.
+    cluster = LocalCluster(run_dir, workload_api=scheduler == KUBE_GANG,
+                           controller_manager=False)
     began = time.time()
     cluster.start()
     try:
         log(f"{tag} control plane up in {time.time() - began:.1f}s; creating "
             f"{len(description.hosts)} nodes")
         nodes_from = time.time()
-        cluster.prepare(description, timeout=300.0)
+        cluster.prepare(description, timeout=600.0)
         result["nodes_ready_s"] = round(time.time() - nodes_from, 1)
         log(f"{tag} {len(description.hosts)} nodes Ready in {result['nodes_ready_s']}s")
         account = components.OPERATOR if scheduler == "phalanx" else components.SCHEDULER
         cluster.apply(components.identity_objects([account], workload.namespace))
         kubeconfig = components.account_kubeconfig(cluster, account)
         profile_path = run_dir / "operator.prof" if profile and scheduler == "phalanx" else None
-        component_from = time.time()
-        if scheduler == "phalanx":
-            pid = components.start_operator(cluster, kubeconfig, profile_path)
-        else:
-            pid = components.start_kube_scheduler(cluster, kubeconfig, workload.scheduler_qps,
-                                                  workload.scheduler_burst)
-        result["component_ready_s"] = round(time.time() - component_from, 1)
-        time.sleep(3.0)  # informers listed and idle
-        log(f"{tag} {account} ready in {result['component_ready_s']}s (pid {pid})")
-        result.update(_measure(cluster, scheduler, account, pid, gangs, workload, tag))
+
+        def start() -> int:
+            component_from = time.time()
+            if scheduler == "phalanx":
+                pid = components.start_operator(cluster, kubeconfig, profile_path)
+            else:
+                pid = components.start_kube_scheduler(cluster, kubeconfig,
+                                                      workload.scheduler_qps,
+                                                      workload.scheduler_burst)
+            result["component_ready_s"] = round(time.time() - component_from, 1)
+            log(f"{tag} {account} ready in {result['component_ready_s']}s (pid {pid})")
+            return pid
+
+        rack_gpus = _rack_gpus(description)
+        result.update(_measure(cluster, scheduler, account, start, gangs, workload, tag, mode,
+                               rack_gpus))
         components.stop_component(cluster, account)
         if profile_path is not None:
             result["profile"] = str(profile_path)
@@ -191,8 +211,16 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
     return result
 
 
-def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gangs: list[Gang],
-             workload: Workload, tag: str) -> dict[str, Any]:
+def _rack_gpus(description: ClusterDescription) -> int:
+    """GPUs of the largest rack (the second-finest level; the whole cluster if none)."""
+    racks = Counter(host.domains[:-1] if len(host.domains) > 1 else () for host in
+                    description.hosts)
+    return max(racks.values(), default=0) * description.shape.gpus
+
+
+def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callable[[], int],
+             gangs: list[Gang], workload: Workload, tag: str, mode: str,
+             rack_gpus: int) -> dict[str, Any]:
     endpoint = Endpoint(cluster.server, cluster.token, str(cluster.ca_cert))
     pods_total = sum(g.pods for g in gangs)
     context = multiprocessing.get_context("spawn")
@@ -201,31 +229,54 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gang
                               daemon=True)
     watcher.start()
     bindings = Bindings(channel)
-    sampler = Sampler({**cluster.pids(), account: pid}, account)
+    sampler = Sampler(cluster.pids(), account)
     try:
         if not bindings.ready.wait(60):
             raise RuntimeError("the binding watcher did not start")
-        before_readings = sampler.read()
-        sampler.start()
-        before = endpoint.scrape()
         submitted = {"gangs": 0}
+
+        def on_gang(count: int) -> None:
+            submitted["gangs"] = count
+
+        objects = _objects_for(scheduler, workload, rack_gpus)
+        if mode == "arrival":
+            sampler.pids[account] = start()
+            time.sleep(3.0)  # informers listed and idle
+        else:
+            submission = asyncio.run(submit(endpoint, submission_waves(gangs), objects,
+                                            workload.concurrency, on_gang))
+            log(f"{tag} backlog of {len(gangs)} gangs created ({submission.requests} "
+                f"requests) in {submission.finished - submission.started:.1f}s")
+        before_readings = sampler.read()
+        before = endpoint.scrape()
         stop_progress = threading.Event()
         started = time.time()
         printer = threading.Thread(target=_progress, daemon=True, args=(
             tag, started, len(gangs), pods_total, submitted, bindings, sampler, account,
             stop_progress))
         printer.start()
-
-        def on_gang(count: int) -> None:
-            submitted["gangs"] = count
-
-        objects = _objects_for(scheduler, workload)
-        submission = asyncio.run(submit(endpoint, submission_waves(gangs), objects,
-                                        workload.concurrency, on_gang))
-        log(f"{tag} submitted {len(gangs)} gangs ({submission.requests} requests) in "
-            f"{submission.finished - submission.started:.1f}s")
-        deadline = submission.started + workload.timeout_seconds
+        if mode == "arrival":
+            sampler.start()
+            submission = asyncio.run(submit(endpoint, submission_waves(gangs), objects,
+                                            workload.concurrency, on_gang))
+            log(f"{tag} submitted {len(gangs)} gangs ({submission.requests} requests) in "
+                f"{submission.finished - submission.started:.1f}s")
+            measured_from = submission.started
+            sent = {name: s.first_sent for name, s in submission.gangs.items()}
+        else:
+            sampler.pids[account] = start()  # its CPU is counted from zero: it just started
+            before_readings = {**before_readings, **sampler.read()}
+            sampler.start()
+            measured_from = started
+            sent = dict.fromkeys((g.name for g in gangs), started)
+        deadline = measured_from + workload.timeout_seconds
+        progress, progress_at = -1, time.time()
         while len(bindings.bound) < pods_total and time.time() < deadline:
+            if len(bindings.bound) != progress:
+                progress, progress_at = len(bindings.bound), time.time()
+            elif progress > 0 and time.time() - progress_at > workload.stall_seconds:
+                log(f"{tag} no binding for {workload.stall_seconds:.0f}s: stalled")
+                break
             time.sleep(0.2)
         timed_out = len(bindings.bound) < pods_total
         at_last = endpoint.scrape()
@@ -244,17 +295,25 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, pid: int, gang
     if timed_out:
         log(f"{tag} TIMED OUT: {len(bound)} of {pods_total} pods bound after "
             f"{workload.timeout_seconds:.0f}s")
-    figures = _figures(scheduler, account, gangs, submission, bound, pods_listing, before,
-                       at_last, after, before_readings, end_readings, sampler, timed_out, cluster)
-    return figures
+    if mode == "backlog":
+        before_readings[account] = ProcessReading(0.0, 0.0, 0.0)
+    window = Window(measured_from, sent, before, at_last, after, before_readings, end_readings)
+    return _figures(scheduler, account, gangs, submission, bound, pods_listing, window, sampler,
+                    timed_out, cluster)
 
 
-def _objects_for(scheduler: str, workload: Workload) -> Callable[[Gang], list[dict[str, Any]]]:
+def _objects_for(scheduler: str, workload: Workload,
+                 rack_gpus: int) -> Callable[[Gang], list[dict[str, Any]]]:
     name = "phalanx" if scheduler == "phalanx" else "default-scheduler"
+    upstream = scheduler == KUBE_GANG
 
     def objects(gang: Gang) -> list[dict[str, Any]]:
-        pods = [pod_object(workload, gang, pod, name) for pod in gang.pod_names()]
-        return [pod_group_object(workload, gang), *pods] if scheduler == "phalanx" else pods
+        pods = [pod_object(workload, gang, pod, name, upstream) for pod in gang.pod_names()]
+        if scheduler == "phalanx":
+            return [pod_group_object(workload, gang), *pods]
+        if upstream:
+            return [upstream_pod_group_object(workload, gang, rack_gpus), *pods]
+        return pods
 
     return objects
 
@@ -272,25 +331,40 @@ def _progress(tag: str, started: float, gangs: int, pods: int, submitted: dict[s
         previous, previous_at = count, now
 
 
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """What a run is measured against: `started` (submission start in arrival mode, the
+    scheduler's start in backlog mode), when each gang counts as submitted, and the
+    metrics and process readings at its start, at the last binding and after settling."""
+
+    started: float
+    sent: dict[str, float]
+    before: dict[str, Any]
+    at_last: dict[str, Any]
+    after: dict[str, Any]
+    start: dict[str, ProcessReading]
+    end: dict[str, ProcessReading]
+
+
 def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
-             bound: dict[str, tuple[str, float]], listing: dict[str, Any],
-             before: dict[str, Any], at_last: dict[str, Any], after: dict[str, Any],
-             start: dict[str, ProcessReading], end: dict[str, ProcessReading],
+             bound: dict[str, tuple[str, float]], listing: dict[str, Any], measured: Window,
              sampler: Sampler, timed_out: bool, cluster: LocalCluster) -> dict[str, Any]:
     bound_at, late = bind_times(bound, listing)
     members = {g.name: g.pod_names() for g in gangs}
     sizes = {g.name: g.pods for g in gangs}
-    first_sent = {name: s.first_sent for name, s in submission.gangs.items()}
-    latencies = report.gang_latencies(members, bound_at, first_sent)
+    latencies = report.gang_latencies(members, bound_at, measured.sent)
     from_start = report.gang_latencies(members, bound_at, dict.fromkeys(members,
-                                                                        submission.started))
+                                                                        measured.started))
     flow = components.flow_schema_name(account)
-    window = report_delta(before, after)
-    until_last = report_delta(before, at_last)
+    window = report_delta(measured.before, measured.after)
+    until_last = report_delta(measured.before, measured.at_last)
+    # in backlog mode the submission ended before the window opened
+    submission_requests = submission.requests if submission.started >= measured.started else 0
     pods_bound = len(bound_at)
     node_of = {item["metadata"]["name"]: item["spec"].get("nodeName")
                for item in listing["items"] if item["spec"].get("nodeName")}
     rack_of = _racks(cluster)
+    start, end = measured.start, measured.end
     component_start, component_end = start.get(account), end.get(account)
     processes = {
         name: {"cpu": round(end[name].cpu_seconds - start[name].cpu_seconds, 2)
@@ -304,11 +378,13 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
         "submission": {"seconds": round(submission.finished - submission.started, 3),
                        "requests": submission.requests, "retries": submission.retries,
                        "started_epoch": submission.started},
-        "throughput": report.throughput(bound_at, submission.started),
+        "measured_from_epoch": measured.started,
+        "throughput": report.throughput(bound_at, measured.started),
+        "partial_gangs": report.partial_gangs(members, bound_at, PARTIAL_SECONDS),
         "gangs_fully_bound": len(latencies),
         "gang_latency_s": report.latency_summary(latencies, sizes),
         "gang_latency_from_submission_start_s": report.latency_summary(from_start, sizes)["all"],
-        "bound_cumulative_per_second": report.bound_timeline(bound_at, submission.started),
+        "bound_cumulative_per_second": report.bound_timeline(bound_at, measured.started),
         "api_requests": {
             "component_flow_schema": flow,
             "component": window["by_flow"].get(flow, 0),
@@ -316,8 +392,8 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
             if pods_bound else None,
             "component_until_last_binding": until_last["by_flow"].get(flow, 0),
             "all_clients": window["total"],
-            "all_clients_excluding_submission": window["total"] - submission.requests,
-            "all_clients_per_bound_pod": round((window["total"] - submission.requests)
+            "all_clients_excluding_submission": window["total"] - submission_requests,
+            "all_clients_per_bound_pod": round((window["total"] - submission_requests)
                                                / pods_bound, 3) if pods_bound else None,
             "by_flow_schema": window["by_flow"],
             "by_call_all_clients": window["by_call"],
@@ -329,7 +405,7 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
             "cpu_seconds_total": round(component_end.cpu_seconds, 2) if component_end else None,
             "peak_rss_mib": round(component_end.peak_rss_mib, 1) if component_end else None,
             "rss_mib_end": round(component_end.rss_mib, 1) if component_end else None,
-            "samples": [(round(t - submission.started, 1), round(c, 2), round(r, 1))
+            "samples": [(round(t - measured.started, 1), round(c, 2), round(r, 1))
                         for t, c, r in sampler.samples],
         },
         "processes": processes,
@@ -388,18 +464,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true",
                         help="tiny run (the workload's smoke sizes) into a temporary folder")
     parser.add_argument("--only", choices=SCHEDULERS, action="append", default=None)
+    parser.add_argument("--mode", dest="modes", choices=MODES, action="append", default=None,
+                        help="arrival (submitted while the scheduler runs) and/or backlog "
+                             "(everything exists before it starts); default both")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds of (Phalanx, kube-scheduler) runs, each on fresh clusters "
                              f"(default {ROUNDS}; 1 with --smoke or --only)")
     parser.add_argument("--profile", action="store_true",
                         help="run the operator under cProfile (its .prof is kept and summarized)")
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--add", action="store_true",
+                        help="keep the modes already in --output that this run does not rerun "
+                             "(one mode per invocation, same workload)")
     parser.add_argument("--run-dir", type=Path, default=None)
     parser.add_argument("--render", action="store_true",
                         help="only rewrite the README table from the results JSON")
     args = parser.parse_args(argv)
     if args.render:
-        _write_readme(json.loads((args.output or OUTPUT).read_text()))
+        _write_readme(json.loads((args.output or OUTPUT).read_text()), args.output or OUTPUT)
         return 0
 
     workload = load_workload(args.workload)
@@ -421,19 +503,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{params['pods']} pods, {params['gpus']} GPUs; seed {workload.seed}; runs in {run_root}")
     started_at, began, load_start = datetime.now(UTC), time.time(), load_average()
     rounds_count = args.rounds or (1 if args.smoke or args.only else ROUNDS)
-    rounds: list[dict[str, Any]] = []
+    modes = args.modes or list(MODES)
+    contenders = args.only or list(SCHEDULERS)
+    by_mode: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for number in range(1, rounds_count + 1):
         if rounds_count > 1:
             log(f"round {number} of {rounds_count}")
-        runs = {}
-        for scheduler in args.only or SCHEDULERS:
-            run_dir = run_root / (scheduler if rounds_count == 1 else f"{scheduler}-{number}")
-            runs[scheduler] = run_one(scheduler, description, gangs, workload, run_dir,
-                                      args.profile)
-            _summary_line(runs[scheduler])
-        rounds.append(runs)
-    runs = rounds[0]
+        for mode in modes:
+            runs = {}
+            for scheduler in contenders:
+                label = f"{mode}-{scheduler}" + (f"-{number}" if rounds_count > 1 else "")
+                runs[scheduler] = run_one(scheduler, description, gangs, workload,
+                                          run_root / label, args.profile, mode)
+                _summary_line(runs[scheduler])
+            by_mode[mode].append(runs)
     results: dict[str, Any] = {
+        "format": 2,
         "command": command.strip(),
         "started_at": started_at.isoformat(timespec="seconds"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -444,33 +529,48 @@ def main(argv: list[str] | None = None) -> int:
         "versions": _versions(),
         "parameters": params,
         "measurement": _measurement_note(),
-        "runs": runs,
-        "rounds": [{name: report.headline(run) for name, run in r.items()} for r in rounds],
+        "modes": {mode: _mode_results(rounds) for mode, rounds in by_mode.items()},
     }
-    if set(runs) == set(SCHEDULERS):
-        results["comparison"] = report.compare_rounds(
-            [r["phalanx"] for r in rounds], [r["kube-scheduler"] for r in rounds])
-        ratio = results["comparison"]["ratio_phalanx_over_kube"]["pods_per_second"]
-        rss = results["comparison"]["phalanx_max"]["peak_rss_mib"]
-        results["targets"] = {"throughput_ratio": ratio,
-                              "throughput_ratio_met": ratio is not None and ratio >= 1.0,
-                              "throughput_ratio_by_round":
-                                  results["comparison"]["ratio_by_round"]["pods_per_second"],
-                              "peak_rss_mib": rss, "peak_rss_met": rss is not None and rss < 500}
-    if args.profile and "phalanx" in runs and runs["phalanx"].get("profile"):
-        results["operator_profile"] = _profile_summary(Path(runs["phalanx"]["profile"]))
+    if args.add and output.is_file():
+        results = _merged(json.loads(output.read_text()), results)
+    first = by_mode[modes[0]][0]
+    if args.profile and "phalanx" in first and first["phalanx"].get("profile"):
+        results["operator_profile"] = _profile_summary(Path(first["phalanx"]["profile"]))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=1) + "\n")
     log(f"results in {output} ({results['duration_s'] / 60:.1f} min)")
-    if "comparison" in results:
-        print(report.readme_section(results))
-        if output.resolve() == OUTPUT.resolve():
-            _write_readme(results)
+    print(table.readme_section(results, table.section_name(output)))
+    if output.resolve().parent == OUTPUT.resolve().parent and not args.smoke:
+        _write_readme(results, output)
     # kube-scheduler leaving pods unbound (it fragments the cluster) is a result, reported
     # in the table; Phalanx leaving pods unbound is a failure of the benchmark run.
-    failed = [name for r in rounds for name, run in r.items()
+    failed = [name for rounds in by_mode.values() for r in rounds for name, run in r.items()
               if run["timed_out"] and name == "phalanx"]
     return 1 if failed else 0
+
+
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """`new` with the modes of `old` it did not run (same parameters only)."""
+    if old.get("format") != 2 or old.get("parameters") != new["parameters"]:
+        raise SystemExit("--add: the results file holds another workload; use another --output")
+    return {**new, "command": f"{old['command']} && {new['command']}",
+            "started_at": old["started_at"], "duration_s": old["duration_s"] + new["duration_s"],
+            "machine": {**new["machine"],
+                        "load_average_start": old["machine"]["load_average_start"]},
+            "modes": {**old["modes"], **new["modes"]}}
+
+
+def _mode_results(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Round 1's runs in full, every round's headline figures, and Phalanx compared with
+    each kube-scheduler that ran."""
+    comparisons = {
+        other: report.compare_rounds([r["phalanx"] for r in rounds], [r[other] for r in rounds],
+                                     other)
+        for other in SCHEDULERS[1:] if all("phalanx" in r and other in r for r in rounds)
+    }
+    return {"runs": rounds[0],
+            "rounds": [{name: report.headline(run) for name, run in r.items()} for r in rounds],
+            "comparisons": comparisons}
 
 
 def _summary_line(run: dict[str, Any]) -> None:
@@ -542,9 +642,16 @@ def _profile_summary(path: Path, top: int = 25) -> dict[str, Any]:
             "by_own": by_own}
 
 
-def _write_readme(results: dict[str, Any]) -> None:
+def _write_readme(results: dict[str, Any], output: Path) -> None:
     text = README.read_text()
-    README.write_text(report.replace_section(text, report.readme_section(results)))
+    name = table.section_name(output)
+    if results.get("format") == 2:
+        section = table.readme_section(results, name)
+        begin, end = table.markers(name)
+    else:  # results of the two-contender benchmark, before backlog mode
+        section, (begin, end) = report.readme_section(results), (report.README_BEGIN,
+                                                                  report.README_END)
+    README.write_text(report.replace_section(text, section, begin, end))
     log(f"table written to {README}")
 
 

@@ -63,6 +63,20 @@ def throughput(bound_at: Mapping[str, float], started: float) -> dict[str, Any]:
     }
 
 
+def partial_gangs(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, float],
+                  seconds: float) -> dict[str, Any]:
+    """Gangs seen partly bound: some pods on nodes while others were not, for longer than
+    `seconds` (first to last binding), or still so at the end."""
+    spread, left = 0, 0
+    for pods in gangs.values():
+        times = [bound_at[p] for p in pods if p in bound_at]
+        if times and len(times) < len(pods):
+            left += 1
+        elif len(pods) > 1 and times and max(times) - min(times) > seconds:
+            spread += 1
+    return {"seen": spread + left, "left_partial": left, "bindings_spread_over_s": seconds}
+
+
 def bound_timeline(bound_at: Mapping[str, float], started: float, step: float = 1.0) -> list[int]:
     """Cumulative pods bound at the end of each `step` seconds after `started`."""
     if not bound_at:
@@ -113,11 +127,14 @@ def headline(run: Mapping[str, Any]) -> dict[str, float | None]:
         "requests_per_pod": run["api_requests"]["component_per_bound_pod"],
         "cpu_seconds": component["cpu_seconds_window"],
         "peak_rss_mib": component["peak_rss_mib"],
+        "partial_gangs": (run.get("partial_gangs") or {}).get("seen"),
+        "in_one_rack_pct": (run.get("locality") or {}).get("multi_node_gangs_in_one_rack_pct"),
+        "apiserver_cpu_seconds": (run.get("processes") or {}).get("kube-apiserver", {}).get("cpu"),
     }
 
 
 LOWER_IS_BETTER = {"gang_p50_s", "gang_p99_s", "requests_per_pod", "cpu_seconds",
-                   "peak_rss_mib"}
+                   "peak_rss_mib", "partial_gangs", "apiserver_cpu_seconds"}
 LABELS = {
     "pods_per_second": "pods bound per second (submission start to last binding)",
     "gang_p50_s": "gang submitted -> all its pods bound, p50 (s)",
@@ -125,6 +142,12 @@ LABELS = {
     "requests_per_pod": "API requests by the scheduler per bound pod",
     "cpu_seconds": "scheduler CPU seconds (submission start to end of settle)",
     "peak_rss_mib": "scheduler peak RSS (MiB, VmHWM)",
+}
+# Figures of the three-contender table (bench.e2e_table) beyond LABELS.
+MORE_LABELS = {
+    "partial_gangs": "gangs seen partly bound (bindings > 2 s apart, or left so)",
+    "in_one_rack_pct": "multi-node gangs inside one rack (%)",
+    "apiserver_cpu_seconds": "kube-apiserver CPU seconds",
 }
 
 
@@ -144,8 +167,8 @@ def compare(phalanx: Mapping[str, Any], kube: Mapping[str, Any]) -> dict[str, An
             "phalanx_loses": losses}
 
 
-def compare_rounds(phalanx: Sequence[Mapping[str, Any]],
-                   kube: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def compare_rounds(phalanx: Sequence[Mapping[str, Any]], kube: Sequence[Mapping[str, Any]],
+                   name: str = "kube-scheduler") -> dict[str, Any]:
     """Like `compare`, over rounds: means compared, every round's ratio kept, and the
     spread (min, max) of each figure for each scheduler."""
     ours = [headline(run) for run in phalanx]
@@ -157,7 +180,8 @@ def compare_rounds(phalanx: Sequence[Mapping[str, Any]],
         if a is None or b is None:
             continue
         if (a > b) if key in LOWER_IS_BETTER else (a < b):
-            losses.append(f"{LABELS[key]}: {_fmt(a)} vs {_fmt(b)} (kube-scheduler), "
+            label = {**LABELS, **MORE_LABELS}[key]
+            losses.append(f"{label}: {_fmt(a)} vs {_fmt(b)} ({name}), "
                           f"mean of {len(ours)} round(s)")
     return {
         "rounds": len(ours),

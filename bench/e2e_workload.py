@@ -1,8 +1,12 @@
 """The end-to-end benchmark's workload: seeded gangs, and the objects each scheduler gets.
 
-Pure: no I/O beyond reading the workload file. The same gangs become PodGroups and pods
-with schedulerName `phalanx` (gang semantics), or plain pods with schedulerName
-`default-scheduler` for kube-scheduler (no group, no gang).
+Pure: no I/O beyond reading the workload file. The same gangs become Phalanx PodGroups and
+pods with schedulerName `phalanx` (gang semantics); plain pods with schedulerName
+`default-scheduler` for kube-scheduler (no group, no gang); or, for kube-scheduler with its
+gang and topology plugins, one upstream PodGroup (`scheduling.k8s.io/v1alpha2`,
+`policy.gang.minCount` = the gang's pods, `schedulingConstraints.topology[0].key` = the rack
+label, or the block label for a gang with more GPUs than a rack) per gang and pods that join
+it by `spec.schedulingGroup.podGroupName`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ GPU = "nvidia.com/gpu"
 GROUP_LABEL = "scheduling.phalanx.io/pod-group"
 GANG_LABEL = "bench.phalanx.io/gang"
 PODGROUP_API = "scheduling.phalanx.io/v1alpha1"
+UPSTREAM_PODGROUP_API = "scheduling.k8s.io/v1alpha2"
+RACK_LABEL = "network.topology.nvidia.com/leaf"
+BLOCK_LABEL = "network.topology.nvidia.com/spine"
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class Workload:
     timeout_seconds: float
     settle_seconds: float
     smoke: Mapping[str, int] = field(default_factory=dict)
+    stall_seconds: float = 60.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +63,7 @@ class Workload:
             "concurrency": self.concurrency,
             "kubeScheduler": {"qps": self.scheduler_qps, "burst": self.scheduler_burst},
             "timeoutSeconds": self.timeout_seconds, "settleSeconds": self.settle_seconds,
+            "stallSeconds": self.stall_seconds,
         }
 
 
@@ -92,6 +101,7 @@ def load_workload(path: str | Path) -> Workload:
         timeout_seconds=float(data.get("timeoutSeconds", 600)),
         settle_seconds=float(data.get("settleSeconds", 5)),
         smoke={str(k): int(v) for k, v in (data.get("smoke") or {}).items()},
+        stall_seconds=float(data.get("stallSeconds", 60)),
     )
 
 
@@ -123,8 +133,10 @@ def submission_waves(gangs: list[Gang]) -> list[list[Gang]]:
     return [by_size[size] for size in sorted(by_size, reverse=True)]
 
 
-def pod_object(workload: Workload, gang: Gang, name: str, scheduler: str) -> dict[str, Any]:
-    """A pod of `gang`; for `phalanx` it names its PodGroup, otherwise it stands alone."""
+def pod_object(workload: Workload, gang: Gang, name: str, scheduler: str,
+               upstream_group: bool = False) -> dict[str, Any]:
+    """A pod of `gang`; for `phalanx` it names its PodGroup by label, with `upstream_group`
+    its upstream PodGroup by `spec.schedulingGroup`, otherwise it stands alone."""
     labels = {"app": "bench-e2e", GANG_LABEL: gang.name}
     if scheduler == "phalanx":
         labels[GROUP_LABEL] = gang.name
@@ -134,17 +146,35 @@ def pod_object(workload: Workload, gang: Gang, name: str, scheduler: str) -> dic
         "memory": _times(workload.memory_per_gpu, gang.gpus_per_pod),
         GPU: gpus,
     }
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{
+            "name": "worker",
+            "image": "registry.local/bench-worker:1",
+            "resources": {"requests": requests, "limits": {GPU: gpus}},
+        }],
+    }
+    if upstream_group:
+        spec["schedulingGroup"] = {"podGroupName": gang.name}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": workload.namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def upstream_pod_group_object(workload: Workload, gang: Gang, rack_gpus: int) -> dict[str, Any]:
+    """kube-scheduler's own PodGroup: all pods or none (gang), inside one rack (one block
+    when the gang has more GPUs than a rack holds, which no rack could ever take)."""
+    key = RACK_LABEL if gang.gpus <= rack_gpus else BLOCK_LABEL
+    return {
+        "apiVersion": UPSTREAM_PODGROUP_API,
+        "kind": "PodGroup",
+        "metadata": {"name": gang.name, "namespace": workload.namespace},
         "spec": {
-            "schedulerName": scheduler,
-            "containers": [{
-                "name": "worker",
-                "image": "registry.local/bench-worker:1",
-                "resources": {"requests": requests, "limits": {GPU: gpus}},
-            }],
+            "schedulingPolicy": {"gang": {"minCount": gang.pods}},
+            "schedulingConstraints": {"topology": [{"key": key}]},
         },
     }
 

@@ -176,6 +176,7 @@ METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
     "gpu_hours_lost": lambda s: s["gpu_hours_lost"],
     "biggest_gang_max_wait_s": lambda s: s["biggest_gang_max_wait_seconds"],
     "cycle_ms_mean": lambda s: _ms(s["scheduler_seconds_per_cycle"]["mean"]),
+    "cycle_ms_p50": lambda s: _ms(s["scheduler_seconds_per_cycle"].get("p50")),
     "cycle_ms_p95": lambda s: _ms(s["scheduler_seconds_per_cycle"]["p95"]),
     "snapshot_ms_mean": lambda s: _ms(s["snapshot_seconds_per_cycle"]["mean"]),
     "cycles": lambda s: s["cycles"],
@@ -373,6 +374,7 @@ ON_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
     ("in 1 block %", "multi_node_in_one_block", lambda c: _fmt(c, pct=True)),
     ("fully free nodes (steady)", "window_fully_free_nodes", lambda c: _fmt(c, digits=1)),
     ("cycle ms mean", "cycle_ms_mean", lambda c: _fmt(c, digits=1)),
+    ("cycle ms p50", "cycle_ms_p50", lambda c: _fmt(c, digits=1)),
     ("cycle ms p95", "cycle_ms_p95", lambda c: _fmt(c, digits=1)),
 ]
 OFF_COLUMNS = [ON_COLUMNS[i] for i in (0, 1, 5, 6, 7, 8, 9, 10)]

@@ -86,6 +86,7 @@ def summarise(result: SimResult) -> dict[str, Any]:
         "cycles": len(result.cycles),
         "scheduler_seconds_per_cycle": {
             "mean": float(np.mean(scheduler)) if scheduler else None,
+            "p50": float(np.percentile(scheduler, 50)) if scheduler else None,
             "p95": float(np.percentile(scheduler, 95)) if scheduler else None,
             "max": float(np.max(scheduler)) if scheduler else None,
         },
