@@ -1,0 +1,80 @@
+"""The end-to-end benchmark's three contenders and two modes: objects, partial gangs, table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.e2e_report import headline, partial_gangs
+from bench.e2e_table import markers, readme_section, section_name
+from bench.e2e_workload import (
+    BLOCK_LABEL,
+    RACK_LABEL,
+    Gang,
+    load_workload,
+    pod_object,
+    upstream_pod_group_object,
+)
+
+WORKLOAD = Path(__file__).resolve().parents[2] / "bench" / "workloads" / "e2e.yaml"
+
+
+def test_upstream_gang_is_one_rack_unless_no_rack_could_hold_it() -> None:
+    workload = load_workload(WORKLOAD)
+    small, big = Gang("g1", 4, 8), Gang("g2", 64, 8)
+    group = upstream_pod_group_object(workload, small, rack_gpus=200)
+    assert group["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
+    assert group["spec"]["schedulingConstraints"]["topology"] == [{"key": RACK_LABEL}]
+    wide = upstream_pod_group_object(workload, big, rack_gpus=200)
+    assert wide["spec"]["schedulingConstraints"]["topology"] == [{"key": BLOCK_LABEL}]
+    pod = pod_object(workload, small, "g1-00", "default-scheduler", upstream_group=True)
+    assert pod["spec"]["schedulingGroup"] == {"podGroupName": "g1"}
+    plain = pod_object(workload, small, "g1-00", "default-scheduler")
+    assert "schedulingGroup" not in plain["spec"]
+
+
+def test_partial_gangs_are_spread_bindings_or_pods_left_unbound() -> None:
+    gangs = {"together": ["a", "b"], "spread": ["c", "d"], "left": ["e", "f"], "none": ["g"],
+             "single": ["h"]}
+    bound = {"a": 10.0, "b": 11.5, "c": 10.0, "d": 13.0, "e": 10.0, "h": 50.0}
+    found = partial_gangs(gangs, bound, seconds=2.0)
+    assert found == {"seen": 2, "left_partial": 1, "bindings_spread_over_s": 2.0}
+
+
+def _run(pods_per_second: float, partial: int) -> dict[str, Any]:
+    return {"pods": 10, "throughput": {"pods_per_second": pods_per_second, "pods_bound": 10},
+            "gang_latency_s": {"all": {"p50": 1.0, "p99": 2.0}},
+            "api_requests": {"component_per_bound_pod": 1.5, "all_clients_per_bound_pod": 3.0},
+            "component": {"cpu_seconds_window": 3.0, "peak_rss_mib": 100.0},
+            "partial_gangs": {"seen": partial, "left_partial": 0},
+            "locality": {"multi_node_gangs_in_one_rack_pct": 100.0},
+            "processes": {"kube-apiserver": {"cpu": 9.0}}}
+
+
+def test_table_compares_phalanx_with_each_kube_scheduler_in_each_mode() -> None:
+    from bench.e2e_report import compare_rounds
+
+    runs = {"phalanx": _run(300, 0), "kube-scheduler": _run(100, 5),
+            "kube-scheduler-gang": _run(200, 0)}
+    comparisons = {other: compare_rounds([runs["phalanx"]], [runs[other]], other)
+                   for other in ("kube-scheduler", "kube-scheduler-gang")}
+    mode = {"runs": runs, "rounds": [{k: headline(v) for k, v in runs.items()}],
+            "comparisons": comparisons}
+    results = {"command": "python -m bench.e2e", "finished_at": "now", "duration_s": 60,
+               "machine": {"load_average_start": 1, "load_average_end": 1, "cpus": 2,
+                           "python": "CPython"},
+               "versions": {"kubernetes": "v1.36.1", "kwok": "v0.8.0"},
+               "parameters": {"nodes": 5000, "gpus_per_node": 8, "cluster_gpus": 40000,
+                              "seed": 1, "gangs": 3, "gangs_by_pods": {"1": 1, "128": 2},
+                              "pods": 30, "gpus": 30, "concurrency": 64,
+                              "kube_scheduler_qps": 5000, "kube_scheduler_burst": 10000},
+               "modes": {"backlog": mode, "arrival": mode}}
+    text = readme_section(results, section_name(Path("bench/results/e2e-5000.json")))
+    begin, end = markers("e2e-5000")
+    assert text.startswith(begin) and text.endswith(end)
+    assert "| pods bound per second (from the start to the last binding) | 300 | 100 | 200 " \
+           "| 3.00 | 1.50 |" in text
+    assert "Phalanx / kube-scheduler >= 1.5: **3.00** (met)" in text
+    assert "Phalanx / kube-scheduler + gang/topology plugins >= 1.5: **1.50** (met)" in text
+    assert "0 partial gangs: **0.00** (met)" in text
