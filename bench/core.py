@@ -259,6 +259,27 @@ def measure(size: int, scenario: str, repeats: int) -> dict[str, Any]:
     }
 
 
+def profile(size: int, scenario: str, top: int = 40) -> str:
+    """cProfile of one `run_cycle` (the snapshot is built outside the profile)."""
+    import cProfile
+    import io
+    import pstats
+
+    nodes, running = CLUSTERS.get(scenario, cluster)(size)
+    groups, pending = SCENARIOS[scenario](size)
+    snapshot = Snapshot(nodes=nodes, pods=running + pending, groups=groups,
+                        topologies=(TOPOLOGY,), priority_classes=PRIORITIES)  # fmt: skip
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run_cycle(snapshot)
+    profiler.disable()
+    out = io.StringIO()
+    out.write(f"== {scenario} on {size} nodes: python -m bench.core --profile ==\n")
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
 def machine() -> dict[str, Any]:
     return {
         "python": sys.version.split()[0],
@@ -331,7 +352,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--scenarios", nargs="+", choices=tuple(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="instead of timing, run one cycle of each scenario and size under cProfile and "
+        "write the functions by cumulative time to this text file",
+    )
     args = parser.parse_args(argv)
+    if args.profile is not None:
+        chosen = [s for s in SCENARIOS if s in args.scenarios]
+        args.profile.write_text("".join(profile(size, s) for s in chosen for size in args.sizes))
+        return 0
     host = machine()
     chosen = [s for s in SCENARIOS if s in args.scenarios]
     runs = [measure(size, scenario, args.repeats) for scenario in chosen for size in args.sizes]
