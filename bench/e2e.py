@@ -79,6 +79,9 @@ README = ROOT / "bench" / "README.md"
 KUBE_GANG = "kube-scheduler-gang"
 SCHEDULERS = ("phalanx", "kube-scheduler", KUBE_GANG)
 MODES = ("arrival", "backlog")
+# --smoke (in `make test`) stays short: every contender once, in backlog mode, and Phalanx
+# in arrival mode too.
+SMOKE_PLAN = {"arrival": ["phalanx"], "backlog": list(SCHEDULERS)}
 # A gang whose first and last bindings lie further apart than this was seen partly bound
 # (some pods on nodes, holding GPUs, while others were not): pods of one gang bound in one
 # go land within a fraction of a second of each other.
@@ -506,12 +509,15 @@ def main(argv: list[str] | None = None) -> int:
     modes = args.modes or list(MODES)
     contenders = args.only or list(SCHEDULERS)
     by_mode: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    plan = {mode: contenders for mode in modes}
+    if args.smoke and not args.only and not args.modes:
+        plan = SMOKE_PLAN
     for number in range(1, rounds_count + 1):
         if rounds_count > 1:
             log(f"round {number} of {rounds_count}")
         for mode in modes:
             runs = {}
-            for scheduler in contenders:
+            for scheduler in plan[mode]:
                 label = f"{mode}-{scheduler}" + (f"-{number}" if rounds_count > 1 else "")
                 runs[scheduler] = run_one(scheduler, description, gangs, workload,
                                           run_root / label, args.profile, mode)
