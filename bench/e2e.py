@@ -296,8 +296,8 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
         watcher.terminate()
         watcher.join(10)
     if timed_out:
-        log(f"{tag} TIMED OUT: {len(bound)} of {pods_total} pods bound after "
-            f"{workload.timeout_seconds:.0f}s")
+        log(f"{tag} NOT ALL BOUND: {len(bound)} of {pods_total} pods bound (stalled for "
+            f"{workload.stall_seconds:.0f}s or past {workload.timeout_seconds:.0f}s)")
     if mode == "backlog":
         before_readings[account] = ProcessReading(0.0, 0.0, 0.0)
     window = Window(measured_from, sent, before, at_last, after, before_readings, end_readings)
