@@ -9,7 +9,7 @@ GPUs busy: alternate racks are nearly full (7 of 8 GPUs used on every node) or l
   gang-fits      one 64-pod x 8-GPU gang (required: block) that fits;
   none-fit       1,000 pending gangs of mixed sizes (17-96 pods of 4 or 8 GPUs,
                  required: rack) of which none fits;
-  many-small     5,000 single pods (1, 2 or 4 GPUs, no group, no topology constraint)
+  many-small     a single pod per node (1, 2 or 4 GPUs, no group, no topology constraint)
                  on the half-full cluster, all placed in one cycle (kube-scheduler's
                  usual load: its throughput is counted in such pods per second);
   preempt        every GPU busy (low-priority gangs of 8 x 8 GPUs, pairs of 4-GPU gangs
@@ -159,10 +159,10 @@ def none_fit(size: int, seed: int = 11) -> tuple[list[GroupInfo], list[PodInfo]]
 
 
 def many_small(size: int, seed: int = 17) -> tuple[list[GroupInfo], list[PodInfo]]:
-    """Pods of their own (groups of one), as a plain Deployment or batch Job makes them."""
-    del size
+    """Pods of their own (groups of one), as a plain Deployment or batch Job makes them:
+    one per node (5,000 on 5,000 nodes)."""
     rng = random.Random(seed)
-    pods = [_pod("apps", f"small-{i:05d}", rng.choice((1, 2, 4)), cpu=4) for i in range(MANY_SMALL)]
+    pods = [_pod("apps", f"small-{i:05d}", rng.choice((1, 2, 4)), cpu=4) for i in range(size)]
     return [], pods
 
 
@@ -207,7 +207,7 @@ SCENARIOS: dict[str, Callable[[int], tuple[list[GroupInfo], list[PodInfo]]]] = {
 CLUSTERS: dict[str, Callable[[int], tuple[list[NodeInfo], list[PodInfo]]]] = {
     "preempt": full_cluster
 }
-EXPECTED_SCHEDULED = {"gang-fits": 1, "none-fit": 0, "many-small": MANY_SMALL, "preempt": 0}
+EXPECTED_SCHEDULED = {"gang-fits": 1, "none-fit": 0, "preempt": 0}  # many-small: all
 
 
 def measure(size: int, scenario: str, repeats: int) -> dict[str, Any]:
@@ -235,7 +235,7 @@ def measure(size: int, scenario: str, repeats: int) -> dict[str, Any]:
         build.append((built - started) * 1000)
     assert result is not None
     scheduled = sum(1 for d in result.groups if d.scheduled and d.placement is not None)
-    expected = EXPECTED_SCHEDULED[scenario]
+    expected = EXPECTED_SCHEDULED.get(scenario, len(pending))
     if scheduled != expected:
         raise SystemExit(
             f"{scenario} on {size} nodes: {scheduled} groups scheduled, expected {expected}"
