@@ -199,3 +199,19 @@ def test_the_example_upstream_podgroup_is_a_gang_of_two_within_a_rack() -> None:
     assert group.topology is not None
     assert (group.topology.network_topology, group.topology.required) == ("default", "rack")
     assert {pod.group for pod in snapshot.pods} == {"pair"}
+
+
+def test_a_phalanx_podgroup_may_name_its_level_by_node_label_as_kueue_does() -> None:
+    ours = {
+        "apiVersion": "scheduling.phalanx.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ml"},
+        "spec": {"minMember": 2, "topology": {"requiredNodeLabel": LEAF}},
+    }
+    pods = [member(f"p{i}", "pg") for i in range(2)]
+    result = cycle(*nodes(racks=2, per_rack=2), network_topology(), ours, *pods)
+    placement = result.groups[0].placement
+    assert placement is not None and placement.level == "rack"
+    three = {**ours, "spec": {**ours["spec"], "minMember": 3}}
+    pods3 = [member(f"p{i}", "pg") for i in range(3)]
+    assert cycle(*nodes(racks=2, per_rack=2), network_topology(), three, *pods3).bindings == ()

@@ -18,6 +18,7 @@ from gang_checks import (
     gpu_template,
     pods,
     racks,
+    starts_no_pod,
     starts_whole_in_one_rack,
 )
 
@@ -100,3 +101,17 @@ def test_the_job_demo_runs_as_one_gang_in_a_rack(
     apply_example(cluster, namespace, "job.yaml")
     starts_whole_in_one_rack(cluster, namespace, "job-train", JOB_PODS, 4)
     goes_with_its_workload(cluster, namespace, "job", "train", ["job-train"], JOB_PODS)
+
+
+def test_kueues_required_topology_on_the_pod_template_holds_the_gang_to_one_rack(
+    cluster: LocalCluster, namespace: str, phalanx: Operator
+) -> None:
+    job = queue_job(parallelism=5)  # 5 whole nodes: the cluster has room, a rack has not
+    job["metadata"]["annotations"] = {}
+    job["spec"]["template"]["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/podset-required-topology": "network.topology.nvidia.com/leaf"
+    }
+    cluster.apply([job], namespace=namespace)
+    starts_no_pod(cluster, namespace, "job-train", JOB_PODS, 5)
+    topology = get_json(cluster, "pg", "job-train", "-n", namespace)["spec"]["topology"]
+    assert topology["requiredNodeLabel"] == "network.topology.nvidia.com/leaf"
