@@ -66,6 +66,8 @@ def test_service_account_cannot(
         ("list", "nodes", ()),
         ("watch", "pods", ("--all-namespaces",)),
         ("create", "pods", ("--subresource=binding", "-n", "default")),
+        ("create", "pods", ("--subresource=eviction", "-n", "default")),
+        ("patch", "pods", ("--subresource=status", "-n", "default")),
         ("patch", "pods", ("-n", "default")),
         ("delete", "pods", ("-n", "default")),
         ("watch", "podgroups.scheduling.phalanx.io", ("--all-namespaces",)),

@@ -89,6 +89,7 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
         | {
             ("", "pods/binding", "create"),
             ("", "pods/status", "patch"),
+            ("", "pods/eviction", "create"),
         }
         | {
             (phalanx, r, v)

@@ -31,9 +31,11 @@ WORKLOAD_API_VERSION = "scheduling.k8s.io/v1alpha2"
 # What a user of a cluster expects to happen without thinking of a controller: Jobs, Deployments,
 # ReplicaSets and StatefulSets make their pods, deleting an owner deletes what it owns (also
 # finished Jobs past their TTL), deleting a namespace deletes its contents, each namespace gets
-# its `default` ServiceAccount. Left out on purpose: the node lifecycle and taint eviction
-# controllers (kwok nodes under a loaded test machine would turn NotReady and be evicted at
-# random), endpoints and everything storage, certificates or DaemonSet related.
+# its `default` ServiceAccount, a PodDisruptionBudget's status says how many pods may go (the
+# Eviction API refuses every eviction a budget covers until it does). Left out on purpose: the
+# node lifecycle and taint eviction controllers (kwok nodes under a loaded test machine would
+# turn NotReady and be evicted at random), endpoints and everything storage, certificates or
+# DaemonSet related.
 CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
@@ -44,6 +46,7 @@ CONTROLLERS = (
     "statefulset-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
+    "disruption-controller",
 )
 WORKLOAD_API_CONTROLLERS = ("podgroup-protection-controller",)
 

@@ -10,7 +10,8 @@ kwok run standalone has no built-in stages, so all of them are given here:
 - pod-complete / pod-fail: a Running pod annotated `sim.phalanx.io/complete-after-seconds: "N"`
   (or `sim.phalanx.io/fail-after-seconds`) becomes Succeeded (Failed, exit code 1) N seconds
   after kwok saw it running;
-- pod-delete: a pod being deleted (deletionTimestamp set) is removed at once.
+- pod-delete: a pod being deleted (deletionTimestamp set) is removed at once, unless it is
+  annotated `sim.phalanx.io/hold-termination` (then once the annotation is removed).
 
 Pods without the annotations run until deleted. The module is pure: it returns text.
 """
@@ -246,6 +247,7 @@ def _pod_delete() -> dict[str, Any]:
     return _stage(
         "pod-delete",
         "Pod",
-        [_expr(".metadata.deletionTimestamp", "Exists")],
+        [_expr(".metadata.deletionTimestamp", "Exists"),
+         _expr(f'.metadata.annotations["{labels.HOLD_TERMINATION_ANNOTATION}"]', "DoesNotExist")],
         next={"delete": True, "finalizers": {"empty": True}},
     )

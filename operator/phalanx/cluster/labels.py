@@ -28,3 +28,7 @@ KWOK_TYPE_VALUE = "kwok"
 # that many seconds after it started running; see phalanx.cluster.kwok_config.
 COMPLETE_AFTER_ANNOTATION = "sim.phalanx.io/complete-after-seconds"
 FAIL_AFTER_ANNOTATION = "sim.phalanx.io/fail-after-seconds"
+# A pod being deleted stays Terminating while it carries this annotation (a kubelet that has
+# not stopped its containers yet); removing it lets kwok delete the pod. Tests use it to see a
+# pod between the start of its deletion and its end (e.g. a victim of preemption).
+HOLD_TERMINATION_ANNOTATION = "sim.phalanx.io/hold-termination"

@@ -1,7 +1,9 @@
 """Scheduler settings: one model, read from a YAML file and `PHALANX_*` environment variables."""
 
 from phalanx.config.settings import (
+    EvictionMode,
     LeaderElection,
+    Preemption,
     Scoring,
     Settings,
     SettingsError,
@@ -9,4 +11,13 @@ from phalanx.config.settings import (
     load_settings,
 )
 
-__all__ = ["LeaderElection", "Scoring", "Settings", "SettingsError", "Timeouts", "load_settings"]
+__all__ = [
+    "EvictionMode",
+    "LeaderElection",
+    "Preemption",
+    "Scoring",
+    "Settings",
+    "SettingsError",
+    "Timeouts",
+    "load_settings",
+]

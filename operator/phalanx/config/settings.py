@@ -52,6 +52,14 @@ class Mode(enum.StrEnum):
         return self in (Mode.GATE, Mode.BOTH)
 
 
+class EvictionMode(enum.StrEnum):
+    """How a victim pod goes: EVICT through the Eviction API (PodDisruptionBudgets are
+    honoured), or DELETE it (they are not)."""
+
+    EVICT = "evict"
+    DELETE = "delete"
+
+
 NodeOrder = Literal["binpack", "spread"]
 
 
@@ -75,6 +83,25 @@ class Timeouts(_Section):
 
     api_request_seconds: float = Field(default=30.0, gt=0)
     cache_sync_seconds: float = Field(default=120.0, gt=0)
+
+
+class Preemption(_Section):
+    """Evicting for priority and queue guarantees, holding room, starvation protection.
+
+    `enabled`: a gang that cannot be placed may evict lower-priority gangs of its queue,
+    and a queue below its guarantee may reclaim from queues above theirs. The room freed
+    is held for the preemptor `nomination_timeout_seconds`; a gang that waited
+    `starvation_seconds` while others were placed gets room reserved. `eviction`: `evict`
+    goes through the Eviction API (PodDisruptionBudgets honoured), `delete` deletes the
+    pods. A pod whose eviction was refused is left to the core as refused for
+    `eviction_retry_seconds` (other victims are chosen meanwhile), then tried again.
+    """
+
+    enabled: bool = True
+    nomination_timeout_seconds: float = Field(default=300.0, gt=0)
+    starvation_seconds: float = Field(default=300.0, gt=0)
+    eviction: EvictionMode = EvictionMode.EVICT
+    eviction_retry_seconds: float = Field(default=60.0, gt=0)
 
 
 class LeaderElection(_Section):
@@ -136,6 +163,7 @@ class Settings(BaseSettings):
     create_default_queue: bool = True
     scoring: Scoring = Scoring()
     timeouts: Timeouts = Timeouts()
+    preemption: Preemption = Preemption()
     metrics_host: str = "0.0.0.0"
     metrics_port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (tests)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -164,6 +192,9 @@ class Settings(BaseSettings):
             default_topology=self.default_topology,
             backoff_initial_seconds=self.backoff_initial_seconds,
             backoff_max_seconds=self.backoff_max_seconds,
+            preemption=self.preemption.enabled,
+            nomination_timeout_seconds=self.preemption.nomination_timeout_seconds,
+            starvation_seconds=self.preemption.starvation_seconds,
         )
 
     @classmethod

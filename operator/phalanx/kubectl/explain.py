@@ -1,8 +1,10 @@
 """`kubectl phalanx explain pg NAME`: why a gang waits, in plain words with the numbers.
 
 Two sources side by side: what the operator last wrote on the PodGroup (phase,
-conditions), and a fresh plan, the core's `run_cycle` over the live cluster, which is what
-the operator's next cycle would decide if nothing changes.
+conditions, the room held for it), and a fresh plan, the core's `run_cycle` over the live
+cluster, which is what the operator's next cycle would decide if nothing changes: where
+it would go, or why it waits, whether preemption or reclaim could help, and which pods it
+would evict.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ def explain_group(group: Mapping[str, Any], snapshot: Snapshot, result: CycleRes
     if work is not None:
         lines.append(_pods_line(work))
     lines.extend(_written_status(group))
+    lines.extend(_held(group))
     lines.append("")
     lines.extend(_plan(decision, result, key))
+    lines.extend(_evictions(result, key))
     if work is not None:
         rows = {row.name: row for row in queue_rows(snapshot)}
         lines.extend(_queue_lines(work, rows.get(work.queue), works, result))
@@ -85,6 +89,31 @@ def _written_status(group: Mapping[str, Any]) -> list[str]:
         text += f" (since {since})" if since else ""
         lines.append(text)
     return lines
+
+
+def _held(group: Mapping[str, Any]) -> list[str]:
+    """The room the operator holds for the group (status.nominated), if any."""
+    held = (group.get("status") or {}).get("nominated")
+    if not isinstance(held, Mapping):
+        return []
+    nodes = [str(n) for n in held.get("nodes") or []]
+    return [
+        f"  Room held for it: {len(nodes)} nodes ({held.get('reason')} since "
+        f"{held.get('since')}, until {held.get('expires')}): {_listed(nodes)}"
+    ]
+
+
+def _evictions(result: CycleResult, key: str) -> list[str]:
+    """The pods the plan evicts for the group, by victim group."""
+    mine = [e for e in result.evictions if e.preemptor == key]
+    if not mine:
+        return []
+    by_victim: dict[str, list[str]] = {}
+    for eviction in mine:
+        by_victim.setdefault(f"{eviction.group or eviction.pod} ({eviction.reason})", []).append(
+            eviction.pod)
+    victims = [f"{victim}: {len(pods)} pods" for victim, pods in sorted(by_victim.items())]
+    return [f"  Would evict {len(mine)} pods: {_listed(victims)}"]
 
 
 def _plan(decision: GroupDecision | None, result: CycleResult, key: str) -> list[str]:

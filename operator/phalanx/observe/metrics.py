@@ -61,6 +61,23 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self._evictions = Counter(
+            "phalanx_evictions",
+            "Pods evicted for a preemptor, by reason (Preempted, Reclaimed).",
+            ["reason"],
+            registry=r,
+        )
+        self._gpus_evicted = Counter(
+            "phalanx_evicted_gpus",
+            "GPUs requested by the pods evicted, by reason (Preempted, Reclaimed).",
+            ["reason"],
+            registry=r,
+        )
+        self._evictions_refused = Counter(
+            "phalanx_evictions_refused",
+            "Pod evictions the API server refused (a PodDisruptionBudget).",
+            registry=r,
+        )
         self._gpus_allocated = Gauge(
             "phalanx_gpus_allocated", "GPUs requested by pods bound to nodes.", registry=r
         )
@@ -109,6 +126,14 @@ class Metrics:
             self._bindings.inc()
         else:
             self._binding_failures.labels(reason=reason or "Unknown").inc()
+
+    def record_eviction(self, reason: str, gpus: float) -> None:
+        """One pod evicted for `reason`, freeing `gpus`."""
+        self._evictions.labels(reason=reason).inc()
+        self._gpus_evicted.labels(reason=reason).inc(gpus)
+
+    def record_eviction_refused(self, pods: int) -> None:
+        self._evictions_refused.inc(pods)
 
     def set_gpu_usage(self, allocated: float, free: float, free_unusable: float) -> None:
         self._gpus_allocated.set(allocated)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
 log = structlog.get_logger("phalanx.operator")
 
 Job = Callable[[], Awaitable[None]]
+T = TypeVar("T")
 
 
 class BackgroundWrites:
@@ -55,10 +56,10 @@ class BackgroundWrites:
             self._draining.add(key)
             self.spawn(self._drain(key), name=f"status {key}")
 
-    async def bounded(self, job: Job) -> None:
+    async def bounded(self, job: Callable[[], Awaitable[T]]) -> T:
         """Run `job` holding one of the shared slots (the API server's fair share)."""
         async with self._slots:
-            await job()
+            return await job()
 
     async def settle(self, timeout: float | None = None) -> bool:
         """Wait for every write started so far (and those they start); True if all ended."""

@@ -4,7 +4,9 @@ announcing a change, composed from the core's `GroupDecision`s.
 Pure: no clock reads, no I/O, nothing recounted from raw pods (the decision carries the
 counts, the minimum and what is placed). The writer compares what these return with what
 the object already shows and patches only the difference, so an idle cluster causes no
-writes. New kinds of news (a nomination, an eviction) get their composer here.
+writes. Evictions are news too: the victim group's `Preempted` / `Reclaimed` Event and
+the preemptor's `EvictionRefused` are composed here from the core's eviction and what
+the API server answered.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from phalanx.core.config import SchedulerConfig
+from phalanx.core.nomination import Nomination
 from phalanx.core.result import GroupDecision, Placement
 from phalanx.core.status import Reason, StatusCode
 from phalanx.operator.cache import Body
 from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
+from phalanx.operator.evictor import VictimsEvicted
 from phalanx.topology.gaps import LevelGap, gaps_message
 
 FAILING = (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE, StatusCode.ERROR)
@@ -142,8 +146,22 @@ def podgroup_status(group: Body, decision: GroupDecision, now: float) -> dict[st
         "conditions": conditions,
         "observedGeneration": generation,
         "placement": placement,
+        "nominated": nominated_status(decision.nomination),
         "admittedTime": previous.get("admittedTime") or (timestamp(now) if admitted else None),
         "scheduledTime": previous.get("scheduledTime") or (timestamp(now) if scheduled else None),
+    }
+
+
+def nominated_status(nomination: Nomination | None) -> dict[str, Any] | None:
+    """`status.nominated`: the room held for the group, read back by the core after a
+    restart (`GroupInfo.nomination`); None removes it."""
+    if nomination is None:
+        return None
+    return {
+        "nodes": list(nomination.nodes),
+        "reason": nomination.reason,
+        "since": timestamp(nomination.since),
+        "expires": timestamp(nomination.expires),
     }
 
 
@@ -181,11 +199,50 @@ def group_events(
         message = unschedulable["message"]
         if unschedulable["reason"] == Reason.GANG_INCOMPLETE:  # counts move while pods arrive
             message = "fewer pods exist than minMember; waiting for the rest"
-        events.append(Event(group, "Warning", unschedulable["reason"], message,
-                            topic="scheduling"))
+        # Evicting for it is the scheduler at work, not a problem of the group.
+        kind = "Normal" if unschedulable["reason"] == Reason.PREEMPTING else "Warning"
+        events.append(Event(group, kind, unschedulable["reason"], message, topic="scheduling"))
+    released = _released(group, desired, scheduled or conditions["Scheduled"]["status"] == "True")
+    if released is not None:
+        events.append(released)
     if decision.timed_out:
         events.append(timeout_event(group, config))
     return events
+
+
+def _released(group: Body, desired: Mapping[str, Any], scheduled: bool) -> Event | None:
+    """The room held for a group that still waits is given up (the hold expired, or
+    eviction no longer leads anywhere): others may take it now."""
+    held = (group.get("status") or {}).get("nominated")
+    if not isinstance(held, Mapping) or desired.get("nominated") is not None or scheduled:
+        return None
+    nodes = held.get("nodes") or []
+    why = next((c["message"] for c in desired["conditions"] if c["type"] == "Unschedulable"
+                and c["status"] == "True"), "")
+    message = (f"the {len(nodes)} node(s) held for it ({held.get('reason')} since "
+               f"{held.get('since')}) are released" + (f"; {why}" if why else ""))
+    return Event(group, "Normal", "NominationReleased", message, topic="nomination")
+
+
+def eviction_event(victim: Body, evicted: VictimsEvicted) -> Event:
+    """On the victim's group (or lone pod): how many of its pods went, and for whom."""
+    count = len(evicted.evicted)
+    noun = "pod" if count == 1 else "pods"
+    return Event(victim, "Warning", evicted.victims.reason,
+                 f"{count} {noun} evicted: {evicted.victims.message}", topic="eviction")
+
+
+def eviction_refused_event(preemptor: Body, evicted: VictimsEvicted) -> Event:
+    """On the preemptor: a victim it was given could not be evicted (a budget)."""
+    victims = evicted.victims
+    pod, reason = next(iter(evicted.refused.items()))
+    who = victims.group or pod
+    done = (f"{len(evicted.evicted)} of its pods were evicted before that" if evicted.evicted
+            else "none of its pods was evicted")
+    return Event(
+        preemptor, "Warning", "EvictionRefused",
+        f"evicting {len(evicted.refused)} pod(s) of {who} was refused (e.g. {pod}: {reason}); "
+        f"{done}; other victims are chosen, or it waits", topic="eviction")
 
 
 def timeout_event(group: Body, config: SchedulerConfig) -> Event:

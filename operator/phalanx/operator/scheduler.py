@@ -20,7 +20,9 @@ import structlog
 from phalanx.config import Settings
 from phalanx.core.backoff import Backoff
 from phalanx.core.cycle import run_cycle
-from phalanx.core.names import DEFAULT_QUEUE, GroupKey
+from phalanx.core.eviction import Eviction
+from phalanx.core.gpus import MILLI
+from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot, with_bindings
 from phalanx.observe.gpu_usage import gpu_usage
@@ -30,9 +32,17 @@ from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangWritten
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
-from phalanx.operator.cache_snapshot import ParseMemo, take_snapshot
-from phalanx.operator.compose import binding_failed_event, group_deleted_event
+from phalanx.operator.cache_snapshot import ParseMemo, Unseen, take_snapshot
+from phalanx.operator.compose import (
+    binding_failed_event,
+    eviction_event,
+    eviction_refused_event,
+    group_deleted_event,
+)
+from phalanx.operator.evictions import EvictionBook
+from phalanx.operator.evictor import VictimsEvicted, victims_of
 from phalanx.operator.kube.client import Api
+from phalanx.operator.nominations import NominationBook
 from phalanx.operator.partial import PartialGangs
 from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve
 from phalanx.operator.pods import pod_key
@@ -73,7 +83,11 @@ class Scheduler:
         self.metrics = metrics or Metrics()
         self.health = health or Health()
         self.assumed = AssumedPods(settings.assume_seconds)
-        self.writes = Writes(api, self.assumed, settings.binding_concurrency, clock)
+        self.writes = Writes(api, self.assumed, settings.binding_concurrency, clock,
+                             settings.preemption.eviction)
+        self.evicting = EvictionBook(settings.preemption.eviction_retry_seconds,
+                                     settings.assume_seconds)
+        self.nominations = NominationBook()
         self.plans = PlanBook()
         self.partial = PartialGangs(settings.partial_grace_seconds)
         self.reports = Reports(self.writes, self.plans, self.core_config, self.metrics)
@@ -98,15 +112,18 @@ class Scheduler:
         now = self.clock()
         pods = {pod_key(p): p for p in self.cache.objects(Kind.POD)}
         self.assumed.expire(pods, now)
+        self.evicting.expire(pods, now)
         await self._recover_plans(pods)
         pending_groups = self.workload_gangs.sync(self.cache)
         self.memo.rotate()
         snapshot = take_snapshot(self.cache, self.assumed, self.settings.mode,
                                  self.settings.namespaces, self.memo, self.backoffs,
-                                 pending_groups)
+                                 pending_groups, Unseen(self.evicting, self.nominations, now))
         result = run_cycle(snapshot, self.core_config, now)
         decided = self.clock() - now
         self.backoffs = {d.group: d.backoff for d in result.groups if d.backoff is not None}
+        self.nominations.decided(result)
+        self._evict(result.evictions, snapshot, pods)
         placing = self._place(result, pods)
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         upstream = {object_key(g): g for g in self.cache.objects(Kind.UPSTREAM_POD_GROUP)}
@@ -231,6 +248,56 @@ class Scheduler:
                 continue
             node = gang[key] if key in bound else None
             self.writes.event(group_deleted_event(body, name, len(bound), len(gang), node))
+
+    # -- evicting ---------------------------------------------------------------------------
+
+    def _evict(
+        self, evictions: Sequence[Eviction], snapshot: Snapshot, pods: Mapping[str, Body]
+    ) -> None:
+        """Carry out the core's evictions not asked for already, a victim group at a time."""
+        new = self.evicting.start(evictions)
+        if not new:
+            return
+        keys = {e.pod for e in new}
+        gpus: dict[str, float] = {
+            p.key: p.requests.get(GPU, 0) / MILLI for p in snapshot.pods if p.key in keys
+        }
+        for victims in victims_of(new):
+            async def done(outcome: VictimsEvicted) -> None:
+                self._evicted(outcome, gpus)
+
+            self.writes.evict(victims, pods, done)
+
+    def _evicted(self, outcome: VictimsEvicted, gpus: Mapping[str, float]) -> None:
+        """Book what the API server answered, count it, and say it on the groups."""
+        now = self.clock()
+        victims = outcome.victims
+        for key in outcome.evicted:
+            self.evicting.accepted(key, now)
+            self.metrics.record_eviction(victims.reason, gpus.get(key, 0))
+        for key in outcome.refused:
+            self.evicting.refused(key, now)
+        for key in [*outcome.failed, *outcome.gone]:
+            self.evicting.failed(key)
+        for key in victims.pods:  # asked in a dry run only: not evicted, not refused
+            if key not in outcome.refused and key not in outcome.evicted:
+                self.evicting.failed(key)
+        self.metrics.record_eviction_refused(len(outcome.refused))
+        with group_context(victims.preemptor):
+            log.info("evicted", victim=victims.group or victims.pods[0], reason=victims.reason,
+                     evicted=len(outcome.evicted), refused=len(outcome.refused),
+                     failed=len(outcome.failed), gone=len(outcome.gone))
+        victim = (self._group_body(victims.group) if victims.group
+                  else self.cache.get(Kind.POD, victims.pods[0]))
+        if outcome.evicted and victim is not None:
+            self.writes.event(eviction_event(victim, outcome))
+        preemptor = self._group_body(victims.preemptor)
+        if outcome.refused and preemptor is not None:
+            self.writes.event(eviction_refused_event(preemptor, outcome))
+
+    def _group_body(self, key: str) -> Body | None:
+        """A group's object, Phalanx's PodGroup first, then Kubernetes' own."""
+        return self.cache.get(Kind.POD_GROUP, key) or self.cache.get(Kind.UPSTREAM_POD_GROUP, key)
 
     def _release_partial(
         self,

@@ -2,10 +2,10 @@
 
 Operations: `bind_gang` (bindings or pin-and-ungate patches, through the binder and its
 own semaphore), `status` (a status patch, latest wins per object), `event`, `delete_pod`,
-and `apply` / `delete` (the PodGroups of automatic gangs); all but the first share the
-background writer's semaphore, a quarter of the bindings' share of the API server. A new
-kind of write (an eviction, a pod condition) joins here as one more method, so it gets
-the same bound and the same `settle`.
+`evict` (a victim group's pods: condition, then eviction, see evictor.py), and `apply` /
+`delete` (the PodGroups of automatic gangs); all but the first share the background
+writer's semaphore, a quarter of the bindings' share of the API server. A new kind of
+write joins here as one more method, so it gets the same bound and the same `settle`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from phalanx.config import EvictionMode
 from phalanx.core.names import COMPONENT
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.background import BackgroundWrites
@@ -24,11 +25,13 @@ from phalanx.operator.binder import GangBinder, GangWritten
 from phalanx.operator.cache import Body, object_key
 from phalanx.operator.compose import differs
 from phalanx.operator.events import Event, EventRecorder
+from phalanx.operator.evictor import Evictor, Victims, VictimsEvicted
 from phalanx.operator.kube.client import APPLY_PATCH, MERGE_PATCH, Api, group_path, pod_path
 
 log = structlog.get_logger("phalanx.operator")
 
 OnGang = Callable[[GangWritten], Awaitable[None]]
+OnEviction = Callable[[VictimsEvicted], Awaitable[None]]
 
 
 @dataclasses.dataclass
@@ -37,15 +40,22 @@ class WriteCounts:
     failed: int = 0
     status_writes: int = 0
     deleted: int = 0
+    evicted: int = 0
 
 
 class Writes:
     def __init__(
-        self, api: Api, assumed: AssumedPods, concurrency: int, clock: Callable[[], float]
+        self,
+        api: Api,
+        assumed: AssumedPods,
+        concurrency: int,
+        clock: Callable[[], float],
+        eviction: EvictionMode = EvictionMode.EVICT,
     ) -> None:
         self._api = api
         self._clock = clock
         self.binder = GangBinder(api, assumed, concurrency, clock)
+        self.evictor = Evictor(api, eviction, clock)
         self.background = BackgroundWrites(max(4, concurrency // 4))
         self.events = EventRecorder(api)
         self.counts = WriteCounts()
@@ -156,6 +166,15 @@ class Writes:
                             reason=reply.reason)
 
         self.background.spawn(self.background.bounded(delete), name=f"delete {pod_key}")
+
+    def evict(self, victims: Victims, pods: Mapping[str, Body], then: OnEviction) -> None:
+        """Evict the pods of `victims` in the background; `then` gets the outcome."""
+        async def evict() -> None:
+            outcome = await self.evictor.evict(victims, pods, self.background.bounded)
+            self.counts.evicted += len(outcome.evicted)
+            await then(outcome)
+
+        self.background.spawn(evict(), name=f"evict {victims.group or victims.pods[0]}")
 
     # -- objects Phalanx owns (the PodGroups of automatic gangs) ---------------------------
 

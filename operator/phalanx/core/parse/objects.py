@@ -36,6 +36,7 @@ def snapshot_from_objects(
     strict: bool = False,
     parsers: Mapping[str, Parser] = PARSERS,
     backoffs: Mapping[GroupKey, Backoff] | None = None,
+    eviction_refused: Iterable[str] = (),
 ) -> Snapshot:
     """Parse every known kind (other kinds are ignored; `kind: List` is unpacked).
 
@@ -44,7 +45,8 @@ def snapshot_from_objects(
     stops a cycle. `parsers` lets a caller memoize the per-kind parsers. Afterwards
     levels named by node labels are resolved and workload pods join their groups.
     `backoffs` are the groups' backoffs from the previous cycle's decisions (state the
-    objects do not hold).
+    objects do not hold); `eviction_refused` are the pods whose eviction the API server
+    refused lately (a PodDisruptionBudget), which the objects do not show either.
     """
     parsed: dict[str, list[Any]] = {kind: [] for kind in PARSERS}
     invalid: list[InvalidObject] = []
@@ -76,6 +78,7 @@ def snapshot_from_objects(
         priority_classes=tuple(parsed["PriorityClass"]),
         invalid=tuple(sorted(invalid, key=str)),
         backoffs=backoffs or {},
+        eviction_refused=frozenset(eviction_refused),
     )
 
 

@@ -1,0 +1,45 @@
+"""The holds the core decided last cycle, shown to it until the PodGroups show them.
+
+A hold (`GroupDecision.nomination`) is state the core needs from one cycle to the next;
+the PodGroup carries it in `status.nominated`, so it survives a restart. But the status
+write lands in the background and the watch shows it later still: a cycle run in between
+would see a preemptor without its hold, and the core starts no new hold for a gang that
+only waits for terminating pods, so the room would be lost to others. Until the object
+shows what was decided, the group is shown to the core as it will be once the write
+lands, exactly as assumed pods are shown on their nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from phalanx.core.result import CycleResult
+from phalanx.operator.cache import Body, object_key
+from phalanx.operator.compose import differs, nominated_status
+
+
+class NominationBook:
+    def __init__(self) -> None:
+        self._decided: dict[str, dict[str, Any] | None] = {}  # group -> status.nominated
+
+    def decided(self, result: CycleResult) -> None:
+        """Remember the holds of every group the cycle decided for (not those it held back)."""
+        self._decided = {d.group: nominated_status(d.nomination)
+                         for d in result.groups if not d.implicit and not d.held}
+
+    def overlay(self, groups: Iterable[Body]) -> list[Body]:
+        return [self._overlay_one(group) for group in groups]
+
+    def _overlay_one(self, group: Body) -> Body:
+        key = object_key(group)
+        if key not in self._decided:
+            return group
+        decided = self._decided[key]
+        shown = (group.get("status") or {}).get("nominated")
+        if not differs({"nominated": decided}, {"nominated": shown}):
+            return group
+        # No resourceVersion: the parse memo must not hand back the object as listed.
+        meta = {k: v for k, v in group.get("metadata", {}).items() if k != "resourceVersion"}
+        status = {**(group.get("status") or {}), "nominated": decided}
+        return {**group, "metadata": meta, "status": status}
