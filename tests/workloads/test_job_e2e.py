@@ -16,6 +16,7 @@ from gang_checks import (
     event_reasons,
     goes_with_its_workload,
     gpu_template,
+    phalanx_group,
     pods,
     racks,
     starts_no_pod,
@@ -45,8 +46,7 @@ def queue_job(parallelism: int) -> dict[str, Any]:
 
 
 def group(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
-    found = cluster.kubectl("get", "pg", "job-train", "-n", namespace, "-o", "json", check=False)
-    return json.loads(found.stdout) if found.returncode == 0 else {}
+    return phalanx_group(cluster, namespace, "job-train")
 
 
 def test_a_queue_labelled_job_is_one_gang_inside_a_rack_and_goes_with_the_job(
