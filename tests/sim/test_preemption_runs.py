@@ -19,7 +19,7 @@ POLICIES = ["phalanx", "kube-default", "gang-spread", "gang-binpack"]
 GANG_POLICIES = ["phalanx", "gang-spread", "gang-binpack"]
 MIXED = {
     "generator": "synthetic",
-    "jobs": 60,
+    "jobs": 30,
     "load": 1.2,
     "durationMedianSeconds": 600,
     "priorities": {"highShare": 0.3, "high": 100, "burst": 3},
@@ -46,7 +46,7 @@ def test_gpus_are_conserved_while_jobs_are_evicted(policy: str) -> None:
             if run.spec.arrival <= now and run.finish is None:
                 assert (run.start is None) == (run.waiting_since is not None)
 
-    jobs = jobs_from_spec(MIXED, cluster, seed=2)
+    jobs = jobs_from_spec(MIXED, cluster, seed=6)
     policy_ = make_policy(policy, cluster, queues=queues_from_spec(MIXED))
     config = SimConfig(horizon=1e6, check_invariants=True)
     result = simulate(cluster, jobs, policy_, config, observe)
