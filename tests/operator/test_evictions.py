@@ -234,3 +234,20 @@ def test_explain_of_a_gang_that_may_not_preempt_says_why():
     text = explain_group(high, snapshot, run_cycle(snapshot, SchedulerConfig(), NOW))
     assert "preemption is off for it (preemptionPolicy Never)" in text
     assert "Would evict" not in text
+
+
+async def test_every_victim_refused_the_preemptor_waits_and_its_status_says_why():
+    api = FakeApi()
+    api.fail(lambda method, path: method == "POST" and path.endswith("/eviction"), 429)
+    running = scheduler(full_cluster(), api)
+    for _ in range(3):  # low-b refused, then low-a, then nothing left to try
+        result = await settled_cycle(running)
+    assert result.evictions == ()
+    decision = result.decision("ns/high")
+    assert decision is not None and decision.nomination is None
+    assert ("preemption cannot help: 4 pods may not be evicted now (PodDisruptionBudget)"
+            in decision.message)
+    unschedulable = next(c for c in group_status(api, "high")["conditions"]
+                         if c["type"] == "Unschedulable")
+    assert "PodDisruptionBudget" in unschedulable["message"]
+    assert calls(api, "PATCH", "pods/") == []  # nothing marked, nothing evicted

@@ -417,3 +417,34 @@ async def _all_running(cluster: LocalCluster, namespace: str) -> dict[str, Any] 
     pods = await pods_in(cluster, namespace)
     running = {n: p for n, p in pods.items() if p["status"].get("phase") == "Running"}
     return running if len(running) == 4 * RACKS else None
+
+
+async def test_budgets_on_every_victim_make_the_preemptor_wait_and_say_why(
+    cluster: LocalCluster, namespace: str, phalanx: Operator, priority_classes: None,
+) -> None:
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+              "metadata": {"name": "keep-all"},
+              "spec": {"minAvailable": 4 * RACKS, "selector": {"matchExpressions": [
+                  {"key": "gang", "operator": "Exists"}]}}}
+    await apply(cluster, [budget], namespace)
+    before = await fill(cluster, namespace, gated=False)
+
+    async def computed() -> bool:
+        pdb = await kubectl_json(cluster, "get", "pdb", "keep-all", "-n", namespace)
+        status = pdb.get("status") or {}
+        return status.get("currentHealthy") == 4 * RACKS and status.get("disruptionsAllowed") == 0
+
+    await eventually(computed, 60)
+    await apply(cluster, gang("high", 4, gpus=8, priorityClassName="phx-high",
+                              topology={"required": "rack"}), namespace)
+
+    async def waits() -> str | None:
+        cond = condition(await group_of(cluster, namespace, "high"), "Unschedulable")
+        message = cond.get("message", "")
+        return message if "PodDisruptionBudget" in message else None
+
+    message = await eventually(waits, 90)
+    assert "preemption cannot help" in message
+    untouched(before, await pods_in(cluster, namespace), [])
+    assert phalanx.metrics.registry.get_sample_value(
+        "phalanx_evictions_total", {"reason": "Preempted"}) is None

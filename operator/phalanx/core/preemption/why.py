@@ -37,9 +37,9 @@ def _preemption(
 ) -> str:
     if not claim.preempt:
         return "preemption is off for it (preemptionPolicy Never)"
-    if all(u.priority == claim.priority for u in finder.units):
-        return ""
     refused = finder.state.index.eviction_refused
+    if not refused and all(u.priority == claim.priority for u in finder.units):
+        return ""  # priorities not in use (refused pods are in no unit: say why then)
 
     def same_queue(unit: Unit) -> bool:
         return unit.queue == claim.queue and unit.group != claim.group and id(unit) not in taken
