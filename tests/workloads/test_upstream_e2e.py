@@ -138,3 +138,15 @@ def test_the_workload_api_demos_run_as_gangs(
     assert len(racks(cluster, bound(pair))) == 1 and len(bound(pair)) == 2
     job = "batch.kubernetes.io/job-name=train-upstream"
     assert eventually(lambda: len(bound(pods(cluster, namespace, job))) == 4, 90)
+
+
+def test_a_basic_podgroup_places_its_pods_one_by_one_inside_its_topology_key(
+    workload_api_cluster: LocalCluster, upstream_namespace: str, phalanx_upstream: Operator
+) -> None:
+    cluster, namespace = workload_api_cluster, upstream_namespace
+    basic = upstream_group("loose", 1)
+    basic["spec"]["schedulingPolicy"] = {"basic": {}}
+    cluster.apply([basic, *members("loose", 5)], namespace=namespace)  # a rack holds 4
+    assert eventually(lambda: len(bound(pods(cluster, namespace, "gang=loose"))) == 4, 90)
+    assert len(racks(cluster, bound(pods(cluster, namespace, "gang=loose")))) == 1
+    assert len(pods(cluster, namespace, "gang=loose")) == 5  # the fifth waits, alone
