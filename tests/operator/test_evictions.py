@@ -251,3 +251,19 @@ async def test_every_victim_refused_the_preemptor_waits_and_its_status_says_why(
                          if c["type"] == "Unschedulable")
     assert "PodDisruptionBudget" in unschedulable["message"]
     assert calls(api, "PATCH", "pods/") == []  # nothing marked, nothing evicted
+
+
+async def test_an_expired_hold_is_released_with_an_event_and_nothing_evicted_that_cycle():
+    api = FakeApi()
+    objects = full_cluster()
+    high = next(o for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "high")
+    high["status"] = {"nominated": {"nodes": ["n2", "n3"], "reason": "Preempting",
+                                    "since": "1970-01-01T02:40:00Z",
+                                    "expires": "1970-01-01T02:45:00Z"}}  # before NOW
+    await settled_cycle(scheduler(objects, api))
+    assert evicted(api) == []
+    assert group_status(api, "high")["nominated"] is None
+    (released,) = [e for e in events(api)["high"] if e["reason"] == "NominationReleased"]
+    assert released["message"].startswith(
+        "the 2 node(s) held for it (Preempting since 1970-01-01T02:40:00Z) are released; ")
+    assert "did not free up in time" in released["message"]
