@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -102,3 +106,26 @@ async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 60.0,
 async def events_for(cluster: LocalCluster, namespace: str, name: str) -> list[dict[str, Any]]:
     items = (await kubectl_json(cluster, "get", "events", "-n", namespace))["items"]
     return [e for e in items if e["involvedObject"].get("name") == name]
+
+
+def start_operator(cluster: LocalCluster) -> subprocess.Popen[bytes]:
+    """`python -m phalanx operator` as a process of its own (to be SIGKILLed by a test)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={cluster.kubeconfig}",
+         "--period=1"], start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def kill_operator(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL: no handover, the leftovers are the next operator's to finish."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def stop_operator(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, and SIGKILL if it has not stopped within 30 s."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        kill_operator(process)

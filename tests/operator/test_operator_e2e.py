@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -24,9 +20,12 @@ from operator_e2e import (
     eventually,
     gang,
     group_of,
+    kill_operator,
     kubectl_json,
     members,
     pods_in,
+    start_operator,
+    stop_operator,
 )
 
 from phalanx.cluster import LocalCluster
@@ -274,15 +273,14 @@ async def test_operator_killed_while_placing_finishes_or_drops_its_plans(
     for name, size in sizes.items():
         objects += gang(name, size, gpus=4)
     await apply(cluster, objects, namespace)
-    first = _start_operator(cluster)
+    first = start_operator(cluster)
     try:
         await eventually(lambda: _any_bound(cluster, namespace, "job"), 60, interval=0.05)
     finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
+        kill_operator(first)
     pods = await pods_in(cluster, namespace)
     print("bound when killed:", {n: len(bound(pods, n)) for n in sizes})
-    second = _start_operator(cluster)
+    second = start_operator(cluster)
     try:
         for name, size in {**sizes, "crashed": 2}.items():
             await eventually(lambda n=name, s=size: _all_bound(cluster, namespace, n, s), 90)
@@ -296,12 +294,7 @@ async def test_operator_killed_while_placing_finishes_or_drops_its_plans(
 
         await eventually(plan_removed, 60)
     finally:
-        second.send_signal(signal.SIGTERM)
-        try:
-            second.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(second.pid, signal.SIGKILL)
-            second.wait()
+        stop_operator(second)
 
 
 async def _crash_in_the_middle(cluster: LocalCluster, namespace: str) -> str:
@@ -325,12 +318,6 @@ async def _crash_in_the_middle(cluster: LocalCluster, namespace: str) -> str:
         input=json.dumps(binding))
     return target
 
-
-def _start_operator(cluster: LocalCluster) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={cluster.kubeconfig}",
-         "--period=1"], start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 async def _any_bound(cluster: LocalCluster, namespace: str, prefix: str) -> bool:

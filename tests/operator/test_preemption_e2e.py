@@ -14,10 +14,7 @@ import asyncio
 import contextlib
 import io
 import json
-import os
-import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +27,11 @@ from operator_e2e import (
     eventually,
     gang,
     group_of,
+    kill_operator,
     kubectl_json,
     pods_in,
+    start_operator,
+    stop_operator,
 )
 
 from phalanx.cluster import LocalCluster, binaries
@@ -340,7 +340,7 @@ async def test_operator_killed_between_evictions_and_binding_keeps_the_room_held
     ready_nodes: LocalCluster, namespace: str, priority_classes: None,
 ) -> None:
     cluster = ready_nodes
-    first = _start_operator(cluster)
+    first = start_operator(cluster)
     try:
         before = await fill(cluster, namespace, gated=False)
         await apply(cluster, gang("high", 4, gpus=8, priorityClassName="phx-high",
@@ -353,15 +353,14 @@ async def test_operator_killed_between_evictions_and_binding_keeps_the_room_held
 
         nominated = await eventually(held, 30)
     finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
+        kill_operator(first)
     freed = {before[n]["spec"]["nodeName"] for n in gone}
     assert set(nominated["nodes"]) == freed
     # Half the room frees up while no operator runs; a group of lower priority that fits
     # there arrives.
     await let_go(cluster, namespace, gone[:2])
     await apply(cluster, gang("sneaky", 1, gpus=8, priorityClassName="phx-low"), namespace)
-    second = _start_operator(cluster)
+    second = start_operator(cluster)
     try:
         async def sneaky_waits() -> str | None:
             cond = condition(await group_of(cluster, namespace, "sneaky"), "Unschedulable")
@@ -377,12 +376,7 @@ async def test_operator_killed_between_evictions_and_binding_keeps_the_room_held
         untouched(before, pods, gone)  # no second round of evictions
         assert not pods["sneaky-0"]["spec"].get("nodeName")
     finally:
-        second.send_signal(signal.SIGTERM)
-        try:
-            second.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(second.pid, signal.SIGKILL)
-            second.wait()
+        stop_operator(second)
 
 
 async def explain(cluster: LocalCluster, namespace: str, name: str,
@@ -394,12 +388,6 @@ async def explain(cluster: LocalCluster, namespace: str, name: str,
     assert await asyncio.to_thread(kubectl_phalanx, argv, out) == 0
     return out.getvalue()
 
-
-def _start_operator(cluster: LocalCluster) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={cluster.kubeconfig}",
-         "--period=1"], start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 async def _has(cluster: LocalCluster, namespace: str, name: str, reason: str) -> Any:
