@@ -267,3 +267,16 @@ async def test_an_expired_hold_is_released_with_an_event_and_nothing_evicted_tha
     assert released["message"].startswith(
         "the 2 node(s) held for it (Preempting since 1970-01-01T02:40:00Z) are released; ")
     assert "did not free up in time" in released["message"]
+
+
+def test_kubernetes_podgroup_shown_with_a_hold_keeps_it():
+    """Kubernetes' own PodGroup has no status.nominated; the operator shows it one in
+    process (nominations.py), and the core reads it as from a Phalanx PodGroup."""
+    upstream = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                "metadata": {"name": "w", "namespace": "ns"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+                "status": {"nominated": {"nodes": ["n3", "n2"], "reason": "Preempting",
+                                         "since": "2026-12-01T04:00:00Z",
+                                         "expires": "2026-12-01T04:05:00Z"}}}
+    nomination = parse_pod_group(upstream).nomination
+    assert nomination is not None and nomination.nodes == ("n2", "n3")

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.errors import InvalidObject
 from phalanx.core.model import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
-from phalanx.core.names import DEFAULT_QUEUE, DEFAULT_TOPOLOGY, NodeName
-from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
+from phalanx.core.names import DEFAULT_QUEUE, DEFAULT_TOPOLOGY
 from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.nominated import read_nomination
 from phalanx.core.parse.upstream import is_upstream, parse_upstream_pod_group
 
 
@@ -33,26 +32,8 @@ def parse_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         topology=_topology(reader),
         creation=reader.timestamp(),
         schedule_timeout_seconds=reader.integer("spec.scheduleTimeoutSeconds", minimum=0),
-        nomination=_nomination(reader),
+        nomination=read_nomination(reader),
     )
-
-
-def _nomination(reader: Reader) -> Nomination | None:
-    """The hold recorded in `status.nominated`. Phalanx writes it, not the user, so a
-    malformed one is dropped (the hold is re-decided) instead of failing the group."""
-    try:
-        held = reader.mapping("status.nominated")
-        nodes = held.get("nodes")
-        reason = held.get("reason")
-        since = reader.moment("status.nominated.since", held)
-        expires = reader.moment("status.nominated.expires", held)
-    except InvalidObject:
-        return None
-    if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
-        return None
-    if reason not in (PREEMPTING, RESERVED) or since is None or expires is None:
-        return None
-    return Nomination(tuple(NodeName(n) for n in sorted(set(nodes))), reason, since, expires)
 
 
 def _roles(reader: Reader) -> tuple[RoleSpec, ...]:

@@ -27,6 +27,7 @@ from phalanx.core.parse.annotations import (
     read_group_annotations,
 )
 from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.nominated import read_nomination
 
 _TOPOLOGY = "spec.schedulingConstraints.topology"
 
@@ -52,6 +53,7 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         topology=_topology(reader, annotations),
         creation=reader.timestamp(),
         api_group=UPSTREAM_API_GROUP,
+        nomination=read_nomination(reader),
     )
 
 
