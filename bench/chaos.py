@@ -531,8 +531,9 @@ def run_all(scenarios: list[Scenario], cluster_file: Path,
     began = time.monotonic()
     description = load_description(cluster_file)
     outcomes = []
-    with (tempfile.TemporaryDirectory(prefix="phalanx-chaos-") as tmp,
-          LocalCluster(Path(tmp) / "cluster", die_with_parent=True) as cluster):
+    tmp = tempfile.mkdtemp(prefix="phalanx-chaos-")  # kept: the operators' logs are there
+    print(f"operator logs and the cluster in {tmp}", flush=True)
+    with LocalCluster(Path(tmp) / "cluster", die_with_parent=True) as cluster:
         cluster.prepare(description)
         for scenario in scenarios:
             outcomes.append(run_scenario(cluster, scenario, Path(tmp),

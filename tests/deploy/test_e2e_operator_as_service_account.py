@@ -133,6 +133,16 @@ async def test_gangs_are_placed_with_only_the_service_account_rights(
         return any(e["type"] == "Warning" for e in events)
 
     await eventually(warned)
+
+    # Pods: status patch (a waiting pod's PodScheduled=False, as kube-scheduler writes it).
+    def pods_say_why() -> bool:
+        items = get_json(cluster, "pods", "-n", namespace, "-l", f"{GROUP_LABEL}=too-big")["items"]
+        return len(items) == 2 and all(
+            any(c["type"] == "PodScheduled" and c["status"] == "False"
+                and c["reason"] == "Unschedulable" and "too-big" in c["message"]
+                for c in p["status"].get("conditions") or []) for p in items)
+
+    await eventually(pods_say_why)
     # Queues: create (the default Queue, deleted before the operator started).
     assert get_json(cluster, "queues.scheduling.phalanx.io", "default")["metadata"]["name"]
     assert operator_as_account.loop.errors == 0

@@ -31,7 +31,12 @@ def echo_writes(api: FakeApi, objects: list[dict[str, Any]]) -> None:
         by_path[(body["kind"], meta.get("namespace"), meta["name"])] = body
     for _method, path, payload in api.calls:
         parts = path.strip("/").split("/")
-        if path.endswith("/status"):
+        if path.endswith("/status") and parts[-3] == "pods":  # a strategic merge by type
+            target = by_path[("Pod", parts[-4], parts[-2])].setdefault("status", {})
+            merged = {c["type"]: c for c in target.get("conditions") or []}
+            merged |= {c["type"]: c for c in payload["status"]["conditions"]}
+            target["conditions"] = json.loads(json.dumps(list(merged.values())))
+        elif path.endswith("/status"):
             kind = {"podgroups": "PodGroup", "queues": "Queue",
                     "networktopologies": "NetworkTopology"}[parts[-3]]
             namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else None
@@ -194,8 +199,16 @@ async def test_a_gang_whose_pods_are_still_arriving_gets_no_status_until_the_gra
     await settled_cycle(scheduler)
     status = next(b["status"] for m, p, b in api.calls if p.endswith("podgroups/g/status"))
     assert status["phase"] == "Pending"
-    reasons = [b["reason"] for m, p, b in api.calls if p.endswith("/events")]
-    assert reasons == ["GangIncomplete"]
+    events = [(b["involvedObject"]["name"], b["reason"]) for m, p, b in api.calls
+              if p.endswith("/events")]
+    # The group says it, and each waiting pod says it too (as kube-scheduler's pods do).
+    assert sorted(events) == [("a", "FailedScheduling"), ("b", "FailedScheduling"),
+                              ("g", "GangIncomplete")]
+    conditions = [b["status"]["conditions"][0] for m, p, b in api.calls
+                  if p.endswith("/pods/a/status")]
+    assert [(c["type"], c["status"], c["reason"]) for c in conditions] == [
+        ("PodScheduled", "False", "Unschedulable")]
+    assert conditions[0]["message"].startswith("PodGroup g (GangIncomplete): ")
 
 
 async def test_a_placed_gangs_plan_rides_on_its_status_write_before_any_binding():

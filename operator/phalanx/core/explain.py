@@ -119,7 +119,7 @@ def _never_fits(
 
 
 def _pods(count: int, shape: Shape) -> str:
-    return f"{count} pods of {format_resources(dict(shape.requests))}"
+    return f"{count} pod{'' if count == 1 else 's'} of {format_resources(dict(shape.requests))}"
 
 
 def _usable_gpus(state: CycleState, shape: Shape, tree: DomainTree, domain: int) -> int:

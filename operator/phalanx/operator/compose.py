@@ -179,9 +179,9 @@ def group_events(
     conditions = {c["type"]: c for c in desired["conditions"]}
     before = {c.get("type"): c for c in (group.get("status") or {}).get("conditions") or []}
 
-    def shown(kind: str) -> bool:
+    def shown(kind: str, fields: tuple[str, ...] = ("status", "reason", "message")) -> bool:
         said = before.get(kind) or {}
-        return all(said.get(k) == conditions[kind][k] for k in ("status", "reason", "message"))
+        return all(said.get(k) == conditions[kind][k] for k in fields)
 
     events: list[Event] = []
     admitted = conditions["Admitted"]["status"] == "True" and not shown("Admitted")
@@ -195,7 +195,9 @@ def group_events(
             message = f"{conditions['Admitted']['message']}; {message}"
         events.append(Event(group, "Normal", "Scheduled", message, topic="scheduling"))
     elif (not decision.timed_out and unschedulable["status"] == "True"
-          and not shown("Unschedulable")):
+          and not shown("Unschedulable", ("status", "reason"))):
+        # One Warning per reason: while only the numbers move (free GPUs, room for N pods),
+        # the condition keeps them current and no new Event is posted.
         message = unschedulable["message"]
         if unschedulable["reason"] == Reason.GANG_INCOMPLETE:  # counts move while pods arrive
             message = "fewer pods exist than minMember; waiting for the rest"
@@ -263,6 +265,32 @@ def binding_failed_event(
         group, "Warning", "BindingFailed",
         f"{len(failed)} of {len(failed) + len(placed)} pods not placed (e.g. {pod}: {reason}); "
         "placed pods stay, the rest is retried", topic="binding")
+
+
+def waiting_message(decision: GroupDecision, group: str | None) -> tuple[str, str]:
+    """(prefix, message) a waiting pod shows: the group's reason and the core's sentence.
+    The prefix names the reason, so a pod condition tells which reason it last reported
+    (a new leader reads it back) without the numbers, which change while the pod waits."""
+    prefix = f"PodGroup {group} ({decision.reason}): " if group else f"{decision.reason}: "
+    return prefix, prefix + decision.message
+
+
+def pod_scheduled_condition(
+    pod: Body, decision: GroupDecision, message: str, now: float
+) -> dict[str, Any]:
+    """`PodScheduled=False` as kube-scheduler writes it (reason `Unschedulable`, which the
+    cluster autoscaler and dashboards look for; `SchedulerError` for an error)."""
+    reason = "SchedulerError" if decision.code is StatusCode.ERROR else "Unschedulable"
+    before = [c for c in (pod.get("status") or {}).get("conditions") or []]
+    made = condition("PodScheduled", False, reason, message, now, 0, before)
+    del made["observedGeneration"]  # not a field of pod conditions
+    made["lastProbeTime"] = None
+    return made
+
+
+def failed_scheduling_event(pod: Body, message: str) -> Event:
+    """kube-scheduler's Event for a pod it cannot place."""
+    return Event(pod, "Warning", "FailedScheduling", message, topic="scheduling")
 
 
 def group_deleted_event(pod: Body, group: str, bound: int, pods: int, node: str | None) -> Event:

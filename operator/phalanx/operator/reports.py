@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import structlog
 
@@ -22,15 +23,20 @@ from phalanx.observe.logging import group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.operator.cache import Body, object_key
 from phalanx.operator.compose import (
+    FAILING,
     degraded_condition,
+    failed_scheduling_event,
     group_events,
+    pod_scheduled_condition,
     podgroup_status,
     queue_status,
     topology_events,
+    waiting_message,
 )
 from phalanx.operator.events import Event
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS
 from phalanx.operator.plans import PlanBook
+from phalanx.operator.pods import is_gated, pod_key
 from phalanx.operator.topology_status import allocated_by_queue, topology_status
 from phalanx.operator.upstream_status import upstream_report
 from phalanx.operator.writes import Writes
@@ -39,6 +45,7 @@ from phalanx.topology.gaps import level_gaps
 log = structlog.get_logger("phalanx.operator")
 
 ARRIVAL_GRACE_SECONDS = 15.0
+POD_REFRESH_SECONDS = 30.0  # a waiting pod's numbers are rewritten at most this often
 
 
 def creation_time(body: Body) -> float | None:
@@ -71,6 +78,7 @@ class Reports:
         self._config = config
         self._metrics = metrics
         self._running: set[str] = set()  # groups seen Running (time to running observed once)
+        self._pods_said: dict[str, tuple[str, float]] = {}  # waiting pod -> (message, when)
 
     def groups(
         self,
@@ -137,6 +145,59 @@ class Reports:
         self._metrics.observe_gang_running(decision.min_member, max(now - created, 0.0))
         log.info("gang running", min_member=decision.min_member,
                  seconds=round(now - created, 3))
+
+    def waiting_pods(
+        self,
+        result: CycleResult,
+        groups: Mapping[str, Body],
+        waiting: Callable[[str], Sequence[Body]],
+        now: float,
+    ) -> None:
+        """Every pod that waits says why, as kube-scheduler has it say: condition
+        `PodScheduled=False` with the group's reason and message, and a `FailedScheduling`
+        Warning once per reason (not again while only the numbers change: those are kept
+        current in the condition, refreshed at most every POD_REFRESH_SECONDS per pod).
+        Pods of a gang still arriving, gated pods (the API server says SchedulingGated)
+        and pods placed this cycle are left alone."""
+        placed = {binding.pod for binding in result.bindings}
+        said: dict[str, tuple[str, float]] = {}
+        for decision in result.groups:
+            if decision.scheduled or decision.code not in FAILING or decision.held:
+                continue
+            group = groups.get(decision.group)
+            missing = decision.reason == Reason.GROUP_NOT_FOUND
+            if not decision.implicit and not missing and (
+                    group is None or still_arriving(group, decision, now)):
+                continue
+            name = None if decision.implicit else decision.group.split("/", 1)[-1]
+            prefix, message = waiting_message(decision, name)
+            for pod in waiting(decision.group):
+                key = pod_key(pod)
+                if key in placed or is_gated(pod):
+                    continue
+                said[key] = self._tell_pod(pod, decision, prefix, message, not missing, now)
+        self._pods_said = said
+
+    def _tell_pod(
+        self, pod: Body, decision: GroupDecision, prefix: str, message: str, warn: bool,
+        now: float,
+    ) -> tuple[str, float]:
+        """Write the pod's condition if it says something else; what was last offered."""
+        key = pod_key(pod)
+        conditions: list[Mapping[str, Any]] = (pod.get("status") or {}).get("conditions") or []
+        shown = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+        shown_message = str(shown.get("message") or "") if shown.get("status") == "False" else ""
+        offered = self._pods_said.get(key)
+        if message in (shown_message, offered[0] if offered else None):
+            return offered or (message, now)
+        same_reason = shown_message.startswith(prefix) or (
+            offered is not None and offered[0].startswith(prefix))
+        if same_reason and offered is not None and now - offered[1] < POD_REFRESH_SECONDS:
+            return offered  # only numbers changed, and recently: the next refresh has them
+        events = [failed_scheduling_event(pod, message)] if warn and not same_reason else []
+        self._writes.pod_condition(pod, pod_scheduled_condition(pod, decision, message, now),
+                                   events)
+        return (message, now)
 
     def missing_groups(
         self, result: CycleResult, waiting: Callable[[str], Sequence[Body]]

@@ -130,6 +130,8 @@ class Scheduler:
         self._release_partial(result, snapshot, groups, pods, now)
         phases = self.reports.groups(result, groups, now, upstream)
         self.reports.missing_groups(result, lambda key: self._pods(snapshot, key, pods))
+        self.reports.waiting_pods(result, groups, lambda key: self._pods(snapshot, key, pods),
+                                  now)
         after = with_bindings(snapshot, result.bindings)  # capacity after this cycle
         usage = gpu_usage(after)
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
@@ -325,8 +327,9 @@ class Scheduler:
     ) -> Sequence[Body]:
         """The group's waiting pods (or its unfinished pods on nodes), as cached bodies."""
         members = snapshot.index.members.get(GroupKey(key))
-        if members is None:
-            return []
+        if members is None:  # a lone pod of ours is a group of one
+            single = snapshot.index.singles.get(GroupKey(key)) if waiting else None
+            return [pods[single.key]] if single is not None and single.key in pods else []
         infos = members.waiting if waiting else members.running
         return [pods[info.key] for info in infos if info.key in pods]
 

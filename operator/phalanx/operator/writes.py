@@ -26,7 +26,14 @@ from phalanx.operator.cache import Body, object_key
 from phalanx.operator.compose import differs
 from phalanx.operator.events import Event, EventRecorder
 from phalanx.operator.evictor import Evictor, Victims, VictimsEvicted
-from phalanx.operator.kube.client import APPLY_PATCH, MERGE_PATCH, Api, group_path, pod_path
+from phalanx.operator.kube.client import (
+    APPLY_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_PATCH,
+    Api,
+    group_path,
+    pod_path,
+)
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -143,6 +150,27 @@ class Writes:
         for ref in [r for r in self._offered if r.startswith(prefix)]:
             if ref[len(prefix):] not in live:
                 del self._offered[ref]
+
+    def pod_condition(
+        self, pod: Body, condition: Mapping[str, Any], events: Sequence[Event] = ()
+    ) -> None:
+        """Set one condition on a pod's status (a strategic merge: the kubelet's conditions
+        stay), after posting `events`; latest wins per pod."""
+        namespace, name = object_key(pod).split("/", 1)
+        ref = f"pods/{namespace}/{name}/status"
+
+        async def write() -> None:
+            for event in events:
+                await self.events.post(event, self._clock())
+            reply = await self._api.request(
+                "PATCH", pod_path(namespace, name, "status"),
+                {"status": {"conditions": [condition]}}, STRATEGIC_PATCH)
+            self.counts.status_writes += 1
+            if not reply.ok and reply.status != 404:
+                log.warning("pod condition not written", pod=f"{namespace}/{name}",
+                            status=reply.status, reason=reply.reason)
+
+        self.background.offer(ref, write)
 
     # -- events and deletions --------------------------------------------------------------
 

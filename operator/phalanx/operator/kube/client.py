@@ -23,6 +23,7 @@ from phalanx.core.names import API_GROUP, API_VERSION
 from phalanx.observe.metrics import Metrics
 
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"  # lists merged by key (conditions)
 JSON = "application/json"
 
 
