@@ -98,6 +98,7 @@ class Outcome:
     tracebacks: list[str] = dataclasses.field(default_factory=list)
     exit_codes: list[int] = dataclasses.field(default_factory=list)
     lease_buckets: dict[float, int] = dataclasses.field(default_factory=dict)  # cumulative
+    unplanned_exits: list[int] = dataclasses.field(default_factory=list)  # 1: deposed
 
     @property
     def lease_attempts(self) -> int:
@@ -120,6 +121,8 @@ class Outcome:
         if self.unbound:
             found.append(f"{len(self.unbound)} pods never bound: {self.unbound[:5]}")
         found += [f"traceback in {where}" for where in self.tracebacks]
+        if self.unplanned_exits:
+            found.append(f"replicas exited unasked (1: deposed): {self.unplanned_exits}")
         if any(code != 0 for code in self.exit_codes):
             found.append(f"a replica stopped by SIGTERM exited {self.exit_codes}")
         if self.kills != self.scenario.kills or len(self.recoveries) != self.kills:
@@ -139,6 +142,7 @@ class Outcome:
             "partialBoundSeconds": s.partial_bound_seconds,
             "overcommits": len(self.overcommits), "unbound": len(self.unbound),
             "tracebacks": len(self.tracebacks), "violations": self.violations(),
+            "unplannedExits": self.unplanned_exits,
             "leaseAttempts": self.lease_attempts,
             "leaseAttemptsOver1s": self.lease_attempts_over(1.0),
             "slowestLeaseAttemptSecondsAtMost": self.slowest_lease_attempt,
@@ -221,6 +225,7 @@ class Replicas:
         self.logs: list[Path] = []
         self.exit_codes: list[int] = []
         self.lease_attempts: dict[str, dict[float, float]] = {}  # process -> le -> count
+        self.unplanned_exits: list[int] = []  # exit codes of replicas that stopped by themselves
 
     def start(self, identity: str) -> OperatorProcess:
         env = {
@@ -249,6 +254,7 @@ class Replicas:
         """Wait until a leader has synced and every other replica stands by; the leader."""
         deadline = time.monotonic() + PATIENCE
         while time.monotonic() < deadline:
+            self.restart_exited()
             leader = self.holder()
             states = {i: _ready(p) for i, p in self.running.items()}
             if leader in states and states[leader] == "caches synced" and all(
@@ -256,6 +262,16 @@ class Replicas:
                 return leader
             time.sleep(0.1)
         raise RuntimeError(f"replicas never settled: leader {self.holder()!r}")
+
+    def restart_exited(self) -> None:
+        """A replica that exited on its own (1: deposed) is started again, as the kubelet
+        would; the exit is counted."""
+        for identity, process in list(self.running.items()):
+            assert process.process is not None
+            code = process.process.poll()
+            if code is not None:
+                self.unplanned_exits.append(code)
+                self.start(identity)
 
     def kill(self, identity: str) -> None:
         self.read_lease_attempts()
@@ -352,7 +368,8 @@ def run_scenario(cluster: LocalCluster, scenario: Scenario, workdir: Path,
             probe = f"probe-{number}"
             cluster.rest().post(f"/api/v1/namespaces/{namespace}/pods",
                                 probe_object(probe, namespace))
-            bound_at = _wait(lambda p=probe: _probe_bound(invariants, lock, namespace, p),
+            bound_at = _wait(lambda p=probe: (replicas.restart_exited(),
+                                              _probe_bound(invariants, lock, namespace, p))[1],
                              f"probe {probe} bound after kill {number + 1}")
             outcome.recoveries.append(bound_at - killed)
             progress(f"{scenario.name}: kill {number + 1}/{scenario.kills} of {leader} "
@@ -375,6 +392,7 @@ def run_scenario(cluster: LocalCluster, scenario: Scenario, workdir: Path,
         replicas.stop_all()
         outcome.exit_codes = replicas.exit_codes
         outcome.lease_buckets = replicas.lease_attempt_buckets()
+        outcome.unplanned_exits = list(replicas.unplanned_exits)
         outcome.tracebacks = replicas.tracebacks()
         if submitter.failures:
             raise RuntimeError(f"submission failed: {submitter.failures[:3]}")
@@ -564,8 +582,8 @@ def readme_section(results: dict[str, Any]) -> str:
         f"`{results['cluster']['file']}`).", "",
         "| scenario | replicas | gangs (pods) | kills survived | kill -> first binding, "
         "median (max) | SIGTERM -> first binding | longest partial gang | overcommits | "
-        "pods lost | tracebacks |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "pods lost | tracebacks | replicas that exited unasked |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in results["scenarios"]:
         recoveries = sorted(s["recoverySeconds"])
@@ -576,7 +594,7 @@ def readme_section(results: dict[str, Any]) -> str:
             f"{s['killsSurvived']}/{s['kills']} | {median:.1f} s ({s['recoveryMaxSeconds']:.1f} s)"
             f" | {handover} | {s['longestPartialSeconds']:.1f} s (bound "
             f"{s['partialBoundSeconds']:g} s) | {s['overcommits']} | {s['unbound']} | "
-            f"{s['tracebacks']} |")
+            f"{s['tracebacks']} | {len(s['unplannedExits'])} |")
     attempts = sum(s["leaseAttempts"] for s in results["scenarios"])
     over = sum(s["leaseAttemptsOver1s"] for s in results["scenarios"])
     slowest = max(s["slowestLeaseAttemptSecondsAtMost"] for s in results["scenarios"])

@@ -181,7 +181,7 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
     from kubernetes_asyncio import client as k8s
     from kubernetes_asyncio.config import ConfigException
 
-    from phalanx.leader import LeaderElector, run_replica
+    from phalanx.leader import ThreadedElector, run_replica
     from phalanx.operator.kube.client import KubeApi, load_configuration
     from phalanx.operator.main import Operator
 
@@ -210,19 +210,14 @@ async def replica(settings: Settings, kubeconfig: str | None, metrics: Any, heal
                     await task
 
     election = settings.leader_election
-    lease_api = KubeApi(k8s.ApiClient(configuration)) if election.enabled else None
     elector = None
-    if lease_api is not None:
+    if election.enabled:
         identity = election.identity or default_identity()
-        elector = LeaderElector(lease_api, election, identity,
-                                observe_attempt=metrics.observe_lease_attempt)
+        elector = ThreadedElector(lambda: KubeApi(k8s.ApiClient(configuration)), election,
+                                  identity, observe_attempt=metrics.observe_lease_attempt)
         log().info("leader election", lease=f"{election.lease_namespace}/{election.lease_name}",
                    identity=identity)
-    try:
-        code = await run_replica(elector, work, stop, health, metrics)
-    finally:
-        if lease_api is not None:
-            await lease_api.close()
+    code = await run_replica(elector, work, stop, health, metrics)
     log().info("operator exiting", code=code)
     return code
 

@@ -90,7 +90,7 @@ class LeaderElector:
         lease to expire.
         """
         try:
-            while not stop.is_set():
+            while not stop.is_set() and not self.deposed.is_set():  # deposed: the end
                 await self.step()
                 # No task per wait (asyncio.wait_for would make one): Kopf, stopping, waits
                 # for every task created after it started, and this loop outlives it.

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from phalanx.leader.elector import LeaderElector
+from phalanx.leader.thread import Campaign
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 
@@ -30,7 +30,7 @@ DEPOSED = 1
 
 
 async def run_replica(
-    elector: LeaderElector | None,
+    elector: Campaign | None,
     work: Work,
     stop: asyncio.Event,
     health: Health | None = None,
