@@ -9,9 +9,9 @@ from typing import Any
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 from test_scheduler import echo_writes
 
+from phalanx.config import Settings
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler
-from phalanx.operator.settings import OperatorConfig
 
 
 def gpu_pod(name: str, gpus: int, **kw: Any) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def pod_conditions(api: FakeApi, name: str) -> list[dict[str, Any]]:
 async def test_a_lone_pod_that_cannot_fit_says_why_once() -> None:
     objects = [*racks(), gpu_pod("huge", 1000, group=None)]
     api, clock = FakeApi(), [1000.0]
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: clock[0])
     await settled_cycle(scheduler)
     (condition,) = pod_conditions(api, "huge")
@@ -60,7 +60,7 @@ async def test_numbers_alone_change_the_conditions_not_the_events() -> None:
     group = podgroup("big", min_member=3, topology={"required": "rack"})
     objects = [*racks(), group, *(gpu_pod(f"big-{i}", 8, group="big") for i in range(3))]
     api, clock = FakeApi(), [1000.0]
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, OperatorConfig(),
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: clock[0])
     await settled_cycle(scheduler)
     (warning,) = [e for e in events(api, "big") if e[0] == "Warning"]
