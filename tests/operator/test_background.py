@@ -10,10 +10,13 @@ from test_scheduler import cluster, gpu_pod
 
 from manual_clock import turns
 from phalanx.config import Settings
+from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.background import BackgroundWrites
 from phalanx.operator.cache import ClusterCache
+from phalanx.operator.events import Event
 from phalanx.operator.kube.client import JSON, Reply
 from phalanx.operator.scheduler import Scheduler
+from phalanx.operator.writes import Writes
 
 
 class HeldApi(FakeApi):
@@ -126,3 +129,29 @@ async def test_the_next_cycle_waits_for_room_while_many_bindings_are_queued():
     await asyncio.wait_for(room, timeout=5)
     assert await scheduler.settle(timeout=5)
     assert scheduler.writes.binder.in_flight == 0
+
+
+def _group_body() -> dict[str, Any]:
+    return {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ns", "uid": "u1"}}
+
+
+async def test_a_replaced_status_write_hands_its_events_and_its_news_to_the_newest():
+    api = HeldApi()
+    writes = Writes(api, AssumedPods(ttl_seconds=30), concurrency=8, clock=lambda: 1000.0)
+    group = _group_body()
+    writes.status("podgroups", group, {"phase": "Pending"})
+    while api.started == 0:  # the first write is in flight, held by the API server
+        await asyncio.sleep(0)
+    placed = {"phase": "Running", "placement": {"nodes": ["n1"]}}
+    writes.status("podgroups", group, placed,
+                  [Event(group, "Normal", "Preempting", "evicting 2 pods of ns/low")])
+    assert writes.as_offered("podgroups", group)["status"] == placed  # the base of the next
+    writes.status("podgroups", group, {"phase": "Running"},
+                  [Event(group, "Normal", "Scheduled", "placed")])  # replaces the queued one
+    api.release.set()
+    assert await writes.background.settle(timeout=5)
+    posted = [b["reason"] for m, p, b in api.calls if m == "POST" and p.endswith("/events")]
+    assert posted == ["Preempting", "Scheduled"]
+    patched = [b["status"] for m, p, b in api.calls if m == "PATCH"]
+    assert patched == [{"phase": "Pending"}, {"phase": "Running"}]

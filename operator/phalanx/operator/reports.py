@@ -101,7 +101,8 @@ class Reports:
                 phases.append((decision.queue, (group.get("status") or {}).get("phase", "Pending")))
                 continue
             with group_context(decision.group, decision.queue):
-                desired = podgroup_status(group, decision, now)
+                desired = podgroup_status(
+                    self._writes.as_offered("podgroups", group), decision, now)
                 phases.append((decision.queue, desired["phase"]))
                 self._observe_running(group, decision, desired["phase"], now)
                 self._offer(group, decision, desired, now)

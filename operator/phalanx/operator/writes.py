@@ -67,6 +67,9 @@ class Writes:
         self.events = EventRecorder(api)
         self.counts = WriteCounts()
         self._offered: dict[str, Mapping[str, Any]] = {}  # status ref -> last status offered
+        # status ref -> Events of offered writes not posted yet: a queued write replaced by a
+        # newer one hands its Events on, so "latest wins" never loses an Event
+        self._unposted: dict[str, list[Event]] = {}
 
     def __len__(self) -> int:
         """Writes in flight or queued."""
@@ -107,6 +110,13 @@ class Writes:
         ref = status_ref(plural, body)
         return differs(desired, body.get("status")) and self._offered.get(ref) != desired
 
+    def as_offered(self, plural: str, body: Body) -> Body:
+        """`body` with the status last offered for it (a write may still be queued): what
+        the object will show, the base for the next status (a queued write that a newer
+        one replaces must not take its news, e.g. the placement, with it)."""
+        offered = self._offered.get(status_ref(plural, body))
+        return body if offered is None else {**body, "status": offered}
+
     def status(
         self,
         plural: str,
@@ -120,9 +130,10 @@ class Writes:
         through it whether it landed."""
         ref = status_ref(plural, body)
         self._offered[ref] = desired
+        self._unposted.setdefault(ref, []).extend(events)
 
         async def write() -> None:
-            for event in events:
+            for event in self._unposted.pop(ref, []):
                 await self.events.post(event, self._clock())
             ok = await self._patch_status(ref, plural, body, desired)
             if recorded is not None and not recorded.done():
