@@ -465,10 +465,15 @@ def table(
         lines.append("| load | policy | " + " | ".join(c[0] for c in columns) + " |")
         lines.append("|---|---|" + "---|" * len(columns))
         for r in subset:
-            cells = [fmt(r[key]) for _, key, fmt in columns]
+            cells = [_cell(r, key, fmt) for _, key, fmt in columns]
             lines.append(f"| {r['load']:g} | {r['policy']} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines + preemption_table(rows, first))
+
+
+def _cell(row: Mapping[str, Any], key: str, fmt: Callable[[Mapping[str, Any]], str]) -> str:
+    """A metric's cell; "-" for a results file written before the metric existed."""
+    return fmt(row[key]) if key in row else "-"
 
 
 def preemption_table(rows: Sequence[Mapping[str, Any]], first: Mapping[str, Any]) -> list[str]:
@@ -484,7 +489,7 @@ def preemption_table(rows: Sequence[Mapping[str, Any]], first: Mapping[str, Any]
         "|---|---|---|" + "---|" * len(PREEMPTION_COLUMNS),
     ]
     for r in subset:
-        cells = [fmt(r[key]) for _, key, fmt in PREEMPTION_COLUMNS]
+        cells = [_cell(r, key, fmt) for _, key, fmt in PREEMPTION_COLUMNS]
         lines.append(
             f"| {r['load']:g} | {r['slowdown_model']} | {r['policy']} | " + " | ".join(cells) + " |"
         )
@@ -593,8 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         path.write_text(json.dumps(document, indent=1, default=_json_default) + "\n")
         files = plot(workload["name"], runs, document["aggregate"], plots_dir)
         print(f"wrote {path} and {len(files)} plots", flush=True)
-    if not args.smoke and not args.policies:
-        write_readme(*readme_parts(results_dir))
+    if not args.smoke and not args.policies and args.out is None:
+        write_readme(*readme_parts(results_dir))  # only from bench/results, the README's source
     print(f"done in {elapsed:.0f} s; results in {results_dir}", flush=True)
     return 0
 
