@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from phalanx.core.config import SchedulerConfig
+from phalanx.core.node_loss import LostNode, lost_message
 from phalanx.core.nomination import Nomination
 from phalanx.core.result import GroupDecision, Placement
 from phalanx.core.status import Reason, StatusCode
@@ -291,6 +292,19 @@ def pod_scheduled_condition(
 def failed_scheduling_event(pod: Body, message: str) -> Event:
     """kube-scheduler's Event for a pod it cannot place."""
     return Event(pod, "Warning", "FailedScheduling", message, topic="scheduling")
+
+
+def node_failed_event(
+    group: Body, lost: tuple[LostNode, ...], decision: GroupDecision, placed: Sequence[Body]
+) -> Event:
+    """On a PodGroup whose placement includes a failed node (deleted, NotReady, NoExecute)."""
+    working = sum(1 for p in placed if p.get("spec", {}).get("nodeName") not in
+                  {n.node for n in lost})
+    return Event(
+        group, "Warning", "NodeFailed",
+        f"{lost_message(lost)} of this gang failed; {working} of {decision.min_member} pods "
+        "run on working nodes; replacement pods go next to the rest when there is room, "
+        "otherwise the gang is released after its timeout", topic="node-failed")
 
 
 def group_deleted_event(pod: Body, group: str, bound: int, pods: int, node: str | None) -> Event:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from phalanx.core.node_loss import LostNode, lost_message
 from phalanx.core.result import GroupDecision
 from phalanx.operator.cache import Body
 from phalanx.operator.compose import WAITING_PHASES
@@ -29,11 +30,12 @@ class Release:
 
 
 def is_partial(decision: GroupDecision, group: Body) -> bool:
-    """Some but not all of the gang's minimum is placed, none finished, and the group
-    has not run yet (a running group short of pods is Unknown, not partial)."""
+    """Some but not all of the gang's minimum is placed and none finished: a gang not yet
+    whole, or a running one (Unknown) that lost pods with a failed node."""
     phase = (group.get("status") or {}).get("phase", "Pending")
     finished = decision.counts.succeeded + decision.counts.failed
-    return 0 < decision.placed < decision.min_member and not finished and phase in WAITING_PHASES
+    return (0 < decision.placed < decision.min_member and not finished
+            and phase in (*WAITING_PHASES, "Unknown"))
 
 
 class PartialGangs:
@@ -42,10 +44,11 @@ class PartialGangs:
         self._since: dict[str, float] = {}  # group -> when it was first seen partial
 
     def check(
-        self, decision: GroupDecision, group: Body, placed: Sequence[Body], now: float
+        self, decision: GroupDecision, group: Body, placed: Sequence[Body], now: float,
+        lost: tuple[LostNode, ...] = (),
     ) -> Release | None:
         """The release due for the group this cycle, if any; `placed` are its unfinished
-        pods on nodes."""
+        pods on nodes, `lost` the failed nodes that took the rest (named in the Event)."""
         key = decision.group
         if not is_partial(decision, group):
             self._since.pop(key, None)
@@ -56,10 +59,11 @@ class PartialGangs:
             return None
         if placed and all(has_controller(p) for p in placed):
             self._since.pop(key, None)
+            cause = f" ({lost_message(lost)} failed)" if lost else ""
             return Release(tuple(pod_key(p) for p in placed), Event(
                 group, "Warning", "PartialGangReleased",
                 f"{len(placed)} of {decision.min_member} pods were placed and the rest could "
-                "not be; deleted the placed pods so their controller recreates them",
+                f"not be{cause}; deleted the placed pods so their controller recreates them",
                 topic="partial"))
         return Release((), Event(
             group, "Warning", "PartialGang",

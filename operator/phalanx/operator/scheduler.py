@@ -23,6 +23,7 @@ from phalanx.core.cycle import run_cycle
 from phalanx.core.eviction import Eviction
 from phalanx.core.gpus import MILLI
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
+from phalanx.core.node_loss import lost_nodes
 from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot, with_bindings
 from phalanx.observe.gpu_usage import gpu_usage
@@ -38,6 +39,7 @@ from phalanx.operator.compose import (
     eviction_event,
     eviction_refused_event,
     group_deleted_event,
+    node_failed_event,
 )
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.evictor import VictimsEvicted, victims_of
@@ -314,7 +316,11 @@ class Scheduler:
             if group is None or decision.implicit:
                 continue
             placed = self._pods(snapshot, decision.group, pods, waiting=False)
-            release = self.partial.check(decision, group, placed, now)
+            placement = (group.get("status") or {}).get("placement") or {}
+            lost = lost_nodes(placement.get("nodes") or (), snapshot.index)
+            if lost:
+                self.writes.event(node_failed_event(group, lost, decision, placed))
+            release = self.partial.check(decision, group, placed, now, lost)
             if release is None:
                 continue
             for key in release.pods:
