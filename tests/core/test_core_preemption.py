@@ -135,6 +135,19 @@ def test_never_evicts_when_the_gang_would_still_not_fit() -> None:
     assert "preemption cannot help: would need 1 gang of priority >= 1000" in message
 
 
+def test_the_explanation_can_be_turned_off_without_changing_a_decision() -> None:
+    """The simulator shows no messages and skips the explanation's second search."""
+    nodes = [node(f"n{i}") for i in range(2)]
+    items = (running_gang("low", ["n0"]), running_gang("peer", ["n1"], priority="high"),
+             waiting_gang("high", 2))  # fmt: skip
+    quiet = run(nodes, *items, config=SchedulerConfig(explain_preemption=False))
+    told = run(nodes, *items)
+    assert "preemption cannot help" not in decision(quiet, "default/high").message
+    assert decision(told, "default/high").message.startswith(
+        decision(quiet, "default/high").message)
+    assert (quiet.bindings, quiet.evictions) == (told.bindings, told.evictions)
+
+
 def test_equal_priority_is_never_preempted_and_other_queues_are_not_preempted() -> None:
     nodes = [node("n0"), node("n1")]
     result = run(

@@ -20,7 +20,9 @@ class SchedulerConfig:
     `starvation_seconds` is how long a gang may wait while groups of equal or lower
     priority are placed before room is reserved for it. A group past its
     scheduleTimeoutSeconds is retried after `backoff_initial_seconds`, doubling up to
-    `backoff_max_seconds` (see backoff.py)."""
+    `backoff_max_seconds` (see backoff.py). `explain_preemption` adds to a waiting gang's
+    message why eviction does not help it: a second victim search per gang shape, most of
+    a busy cycle's time; the simulator, which shows no messages, turns it off."""
 
     topology_aware: bool = True
     node_order: Literal["binpack", "spread"] = "binpack"
@@ -29,5 +31,6 @@ class SchedulerConfig:
     preemption: bool = True
     nomination_timeout_seconds: float = 300.0
     starvation_seconds: float = 300.0
+    explain_preemption: bool = True
     backoff_initial_seconds: float = 5.0
     backoff_max_seconds: float = 300.0

@@ -115,7 +115,8 @@ class Preemptions:
             found = self._preempt(failure, claim)
         if found is not None and (found.units or work.key in self.nominations):
             return self._nominate(failure, found, claim)
-        note = self._why_not(failure, claim, ledger) if self.config.preemption else ""
+        explain = self.config.preemption and self.config.explain_preemption
+        note = self._why_not(failure, claim, ledger) if explain else ""
         problem = Problem(problem.code, problem.reason, problem.message + note)
         return self._reserve(failure, problem)
 

@@ -123,7 +123,9 @@ class CorePolicy:
     ) -> None:
         self.name = name
         self._cluster = cluster
-        self._config = SchedulerConfig(topology_aware=topology_aware, node_order=node_order)
+        self._config = SchedulerConfig(
+            topology_aware=topology_aware, node_order=node_order, explain_preemption=False
+        )
         self._nodes = node_infos(cluster)
         self._topologies = (topology_spec(cluster),) if cluster.levels else ()
         self._wall = wall
