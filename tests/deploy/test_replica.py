@@ -72,12 +72,14 @@ async def test_follower_stands_by_warm_ready_but_never_told_to_lead() -> None:
     leader = LeaderElector(api, QUICK, "a")
     await leader.step()
     health, work, stop = Health(), Work(), asyncio.Event()
-    task = asyncio.create_task(run_replica(LeaderElector(api, QUICK, "b"), work, stop, health))
-    renewals = 0
-    while renewals < 10:  # "a" keeps renewing; "b" must never start
+    attempted = asyncio.Event()
+    follower = LeaderElector(api, QUICK, "b", observe_attempt=lambda _s: attempted.set())
+    task = asyncio.create_task(run_replica(follower, work, stop, health))
+    for _ in range(10):  # "a" renews before each of b's attempts; "b" must never start
         await leader.step()
-        await asyncio.sleep(QUICK.retry_period_seconds)
-        renewals += 1
+        attempted.clear()
+        async with asyncio.timeout(PATIENCE):
+            await attempted.wait()
     assert health.ready and health.reason == "standing by"
     assert work.running.is_set()  # its caches are kept warm
     assert not work.started.is_set()  # but it never leads
