@@ -546,8 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     output.write_text(json.dumps(results, indent=1) + "\n")
     log(f"results in {output} ({results['duration_s'] / 60:.1f} min)")
     print(table.readme_section(results, table.section_name(output)))
-    if output.resolve().parent == OUTPUT.resolve().parent and not args.smoke:
-        _write_readme(results, output)
+    if table.markers(table.section_name(output))[0] in README.read_text() and not args.smoke:
+        _write_readme(results, output)  # only files the README has a table for
     # kube-scheduler leaving pods unbound (it fragments the cluster) is a result, reported
     # in the table; Phalanx leaving pods unbound is a failure of the benchmark run.
     failed = [name for rounds in by_mode.values() for r in rounds for name, run in r.items()
