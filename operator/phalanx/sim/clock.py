@@ -1,4 +1,4 @@
-"""Clocks injected into the simulator: virtual time for the model, wall time for costs."""
+"""Clocks injected into the simulator: virtual time for the model, CPU time for costs."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ class VirtualClock:
 
 
 WallTimer = Callable[[], float]
-"""Monotonic wall clock in seconds (injectable so tests never depend on speed)."""
+"""Clock for a scheduler's cost, in seconds (injectable so tests never depend on speed)."""
 
-default_wall_timer: WallTimer = time.perf_counter
+# CPU seconds of this process, not wall time: on a shared machine other jobs' load would
+# otherwise be counted as the scheduler's cost (bench.core measures cycles the same way).
+default_wall_timer: WallTimer = time.process_time
