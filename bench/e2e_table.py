@@ -61,7 +61,10 @@ def readme_section(results: Mapping[str, Any], name: str) -> str:
         lines += ["", f"**{mode}** ({len(data['rounds'])} round(s); the mean of the rounds). "
                   + MODE_TEXT[mode], ""]
         lines += _mode_table(data)
-        for comparison in data["comparisons"].values():
+        for other, comparison in data["comparisons"].items():
+            if _bound_nothing(comparison, "kube_scheduler"):
+                losses.append(f"{mode}: nothing compared with {NAMES[other]}, which bound no pod")
+                continue
             losses += [f"{mode}: {loss}" for loss in comparison["phalanx_loses"]]
     lines += ["", "Targets (ratios from one run):", "", *_targets(results)]
     lines += ["", "Where Phalanx loses (generated):", ""]
@@ -119,6 +122,11 @@ def _targets(results: Mapping[str, Any]) -> list[str]:
     if backlog:
         for other, comparison in backlog["comparisons"].items():
             ratio = comparison["ratio_phalanx_over_kube"].get("pods_per_second")
+            if _bound_nothing(comparison, "kube_scheduler") and not _bound_nothing(
+                    comparison, "phalanx"):
+                lines.append(f"- backlog pods/s, Phalanx / {NAMES[other]} >= {TARGET_RATIO}: "
+                             f"**unbounded** (met: {NAMES[other]} bound no pod)")
+                continue
             lines.append(f"- backlog pods/s, Phalanx / {NAMES[other]} >= {TARGET_RATIO}: "
                          f"**{_fmt(ratio)}** ({_met(ratio is not None and ratio >= TARGET_RATIO)})")
         ours = backlog["comparisons"] and next(iter(backlog["comparisons"].values()))["phalanx"]
@@ -140,6 +148,10 @@ def _targets(results: Mapping[str, Any]) -> list[str]:
     lines.append(f"- operator peak RSS < {TARGET_RSS_MIB:g} MiB: **{_fmt(peak)} MiB** "
                  f"({_met(peak is not None and peak < TARGET_RSS_MIB)})")
     return lines
+
+
+def _bound_nothing(comparison: Mapping[str, Any], who: str) -> bool:
+    return not comparison[who].get("pods_per_second")
 
 
 def _met(flag: bool) -> str:
