@@ -104,13 +104,16 @@ class ThreadedElector:
         stopped = asyncio.create_task(stop.wait())
         ended = asyncio.create_task(asyncio.to_thread(thread.join))
         thread.start()
-        await asyncio.to_thread(ready.wait)
         try:
+            await asyncio.to_thread(ready.wait)
             await asyncio.wait((stopped, ended), return_when=asyncio.FIRST_COMPLETED)
             if inner and not ended.done():
                 loop, halt, _ = inner[0]
                 loop.call_soon_threadsafe(halt.set)  # graceful: release the lease
         except asyncio.CancelledError:
+            # Cancelled before the campaign registered (it does so at once): wait for it,
+            # or the thread would campaign forever and the join below never end.
+            ready.wait(timeout=5.0)
             if inner:
                 loop, _, task = inner[0]
                 loop.call_soon_threadsafe(task.cancel)
