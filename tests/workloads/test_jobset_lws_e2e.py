@@ -19,6 +19,7 @@ from gang_checks import (
 from phalanx.cluster import LocalCluster
 from phalanx.cluster.workload_controllers import Running
 from phalanx.operator.main import Operator
+from polling import gone
 
 pytestmark = pytest.mark.e2e
 
@@ -64,6 +65,34 @@ def test_a_jobset_is_one_gang_of_all_its_jobs(
     starts_no_pod(cluster, namespace, "jobset-wide", wide, 5)  # a rack holds 4
     goes_with_its_workload(cluster, namespace, "jobset", "train", ["jobset-train"], fits)
     goes_with_its_workload(cluster, namespace, "jobset", "wide", ["jobset-wide"], wide)
+
+
+def test_a_jobset_annotated_per_replicated_job_is_one_gang_per_replicated_job(
+    cluster: LocalCluster, namespace: str, jobset_controller: Running, phalanx: Operator
+) -> None:
+    per_job = {**RACK, "scheduling.phalanx.io/gang-scope": "replicated-job"}
+    split, wide = jobset("split", workers=2), jobset("wide", workers=3)  # 4 and 6 workers
+    for workload in (split, wide):
+        workload["metadata"]["annotations"] = per_job
+    cluster.apply([split, wide], namespace=namespace)
+
+    def of(name: str, job: str) -> str:
+        return f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/replicatedjob-name={job}"
+
+    driver = starts_whole_in_one_rack(
+        cluster, namespace, "jobset-split-driver", of("split", "driver"), 1)
+    workers = starts_whole_in_one_rack(
+        cluster, namespace, "jobset-split-workers", of("split", "workers"), 4)
+    assert not set(driver) & set(workers)
+    for group in ("jobset-split-driver", "jobset-split-workers"):
+        owned_by_workload(cluster, namespace, group, "jobset", "split")
+    assert gone(cluster, "pg", "jobset-split", "-n", namespace)  # no gang of the whole set
+    # 6 workers do not fit a rack: their gang waits, and the driver's starts without them.
+    starts_no_pod(cluster, namespace, "jobset-wide-workers", of("wide", "workers"), 6)
+    starts_whole_in_one_rack(cluster, namespace, "jobset-wide-driver", of("wide", "driver"), 1)
+    goes_with_its_workload(cluster, namespace, "jobset", "split",
+                           ["jobset-split-driver", "jobset-split-workers"],
+                           "jobset.sigs.k8s.io/jobset-name=split")
 
 
 def test_each_group_of_a_leaderworkerset_is_a_gang(
