@@ -84,7 +84,10 @@ def run_cycle(
     bindings: list[Binding] = []
     for work in admission.admitted:
         for pod, node in outcomes[work.key].bound:
-            bindings.append(Binding(pod.key, NodeName(index.nodes[node].name), work.key))
+            devices = state.shares.get(pod.key, ())
+            bindings.append(
+                Binding(pod.key, NodeName(index.nodes[node].name), work.key, devices)
+            )
     nominations = preemptions.nominations
     decisions = tuple(
         _timed(

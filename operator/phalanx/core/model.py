@@ -13,6 +13,9 @@ from phalanx.core.names import (
     API_GROUP,
     DEFAULT_QUEUE,
     DEFAULT_TOPOLOGY,
+    GPU,
+    GPU_MEMORY_LABEL,
+    GPU_PRODUCT_LABEL,
     SCHEDULER_NAME,
     GroupKey,
     PodKey,
@@ -86,6 +89,23 @@ class NodeInfo:
     unschedulable: bool = False
     ready: bool = True
 
+    @property
+    def gpu_count(self) -> int:
+        """The node's GPU devices (indices 0..count-1), from allocatable nvidia.com/gpu."""
+        return self.allocatable.get(GPU, 0) // 1000
+
+    @property
+    def gpu_memory(self) -> int:
+        """MiB of memory per GPU (GPU Feature Discovery's label); 0 when unknown, so a
+        pod asking for GPU memory never lands here."""
+        text = self.labels.get(GPU_MEMORY_LABEL, "")
+        return int(text) if text.isdigit() else 0
+
+    @property
+    def gpu_model(self) -> str:
+        """The GPU model (GPU Feature Discovery's `nvidia.com/gpu.product`), "" unknown."""
+        return self.labels.get(GPU_PRODUCT_LABEL, "")
+
 
 @dataclass(frozen=True, slots=True)
 class PodInfo:
@@ -98,6 +118,12 @@ class PodInfo:
     (its node's capacity stays used until it is gone, but it is no longer a gang member);
     `started_at`: when the pod started (status.startTime), for "most recently started
     first" among equal victims.
+
+    GPU sharing: `gpu_milli` is the part of ONE GPU a fractional pod asks for, in
+    thousandths (1..999), or `gpu_memory` the MiB of one GPU's memory it asks for (the
+    part then depends on the node's GPU memory); such a pod has no nvidia.com/gpu in
+    `requests`, which stays the whole-GPU request. `gpu_devices`: the device indices a
+    pod on a node holds, as written on it (annotation scheduling.phalanx.io/gpu-index).
     """
 
     namespace: str
@@ -118,10 +144,18 @@ class PodInfo:
     terminating: bool = False
     started_at: float | None = None
     implied_groups: tuple[str, ...] = ()
+    gpu_milli: int = 0
+    gpu_memory: int = 0
+    gpu_devices: tuple[int, ...] = ()
 
     @property
     def key(self) -> PodKey:
         return PodKey(key_of(self.namespace, self.name))
+
+    @property
+    def fractional(self) -> bool:
+        """Asks for part of one GPU (by fraction or by memory)."""
+        return bool(self.gpu_milli or self.gpu_memory)
 
     @property
     def finished(self) -> bool:

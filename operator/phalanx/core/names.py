@@ -26,6 +26,16 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 
+# GPU sharing: a pod asks for part of one GPU by annotation (no nvidia.com/gpu request);
+# the device(s) Phalanx chose are written on the pod with the bind or the un-gate.
+GPU_FRACTION_ANNOTATION = "scheduling.phalanx.io/gpu-fraction"  # "0.25": 0 < f < 1
+GPU_MEMORY_ANNOTATION = "scheduling.phalanx.io/gpu-memory"  # "20Gi" of one GPU's memory
+GPU_INDEX_ANNOTATION = "scheduling.phalanx.io/gpu-index"  # "3", or "0,1,2,3" (whole GPUs)
+KAI_GPU_FRACTION_ANNOTATION = "gpu-fraction"  # NVIDIA KAI scheduler's, read the same way
+KAI_GPU_MEMORY_ANNOTATION = "gpu-memory"  # KAI's: MiB as a plain number, or a quantity
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # GPU Feature Discovery: MiB per GPU
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU Feature Discovery: the GPU model
+
 GROUP_LABEL = "scheduling.phalanx.io/pod-group"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"

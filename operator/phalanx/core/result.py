@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from phalanx.core.backoff import Backoff
+from phalanx.core.devices import DeviceShare
 from phalanx.core.errors import InvalidObject
 from phalanx.core.eviction import Eviction
 from phalanx.core.names import GroupKey, NodeName, PodKey
@@ -14,9 +15,13 @@ from phalanx.core.status import Reason, StatusCode
 
 @dataclass(frozen=True, slots=True)
 class Binding:
+    """`devices`: the GPU devices the pod takes on the node (each whole GPU one share of
+    1000; a fractional pod one share of its part), () for a pod without GPUs."""
+
     pod: PodKey
     node: NodeName
     group: GroupKey
+    devices: tuple[DeviceShare, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

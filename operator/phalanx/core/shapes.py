@@ -14,33 +14,51 @@ from phalanx.core.predicates import Constraints, constraints_of
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """Hashable, with the hash computed once: shapes key every per-cycle cache."""
+    """Hashable, with the hash computed once: shapes key every per-cycle cache.
+    `gpu_milli` / `gpu_memory`: the pod's part of one GPU (see `PodInfo`), not in
+    `requests`."""
 
     requests: tuple[tuple[str, int], ...]
     constraints: Constraints
+    gpu_milli: int = 0
+    gpu_memory: int = 0
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.requests, self.constraints)))
+        key = (self.requests, self.constraints, self.gpu_milli, self.gpu_memory)
+        object.__setattr__(self, "_hash", hash(key))
+
+    @property
+    def fractional(self) -> bool:
+        return bool(self.gpu_milli or self.gpu_memory)
 
     def __hash__(self) -> int:
         return self._hash
 
     @property
     def size_key(self) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
-        """Bigger pods first: GPUs, then cpu, then memory."""
+        """Bigger pods first: GPUs (a whole GPU before any part of one), then cpu, then
+        memory."""
         amounts = dict(self.requests)
-        return (-amounts.get(GPU, 0), -amounts.get(CPU, 0), -amounts.get(MEMORY, 0), self.requests)
+        gpus = amounts.get(GPU, 0) or self.gpu_milli
+        return (-gpus, -amounts.get(CPU, 0), -amounts.get(MEMORY, 0), self.requests)
 
 
 def shape_of(pod: PodInfo) -> Shape:
-    return Shape(requests=request_items(pod.requests), constraints=constraints_of(pod))
+    return Shape(
+        requests=request_items(pod.requests),
+        constraints=constraints_of(pod),
+        gpu_milli=pod.gpu_milli,
+        gpu_memory=pod.gpu_memory,
+    )
 
 
 def same_shape(left: PodInfo, right: PodInfo) -> bool:
     """Cheaper than comparing shapes: pods of one job usually share everything."""
     return (
         left.requests == right.requests
+        and left.gpu_milli == right.gpu_milli
+        and left.gpu_memory == right.gpu_memory
         and left.node_selector == right.node_selector
         and left.affinity == right.affinity
         and left.tolerations == right.tolerations

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from phalanx.core.backoff import Backoff
+from phalanx.core.device_choice import DEVICE
+from phalanx.core.devices import DeviceUsage, device_usage, holds_gpus, whole_free
 from phalanx.core.errors import InvalidObject
 from phalanx.core.model import (
     GroupInfo,
@@ -27,6 +29,7 @@ from phalanx.core.model import (
 from phalanx.core.names import (
     DEFAULT_QUEUE,
     GANG_GATE,
+    GPU,
     PODS,
     SCHEDULER_NAME,
     GroupKey,
@@ -66,14 +69,19 @@ def with_bindings(snapshot: Snapshot, bindings: Sequence[Binding]) -> Snapshot:
     on their nodes (parsing nothing again, only the index is rebuilt)."""
     if not bindings:
         return snapshot
-    nodes = {str(b.pod): str(b.node) for b in bindings}
-    pods = tuple(_bound(pod, nodes[pod.key]) if pod.key in nodes else pod for pod in snapshot.pods)
+    by_pod = {str(b.pod): b for b in bindings}
+    pods = tuple(
+        _bound(pod, by_pod[pod.key]) if pod.key in by_pod else pod for pod in snapshot.pods
+    )
     return replace(snapshot, pods=pods)
 
 
-def _bound(pod: PodInfo, node: str) -> PodInfo:
+def _bound(pod: PodInfo, binding: Binding) -> PodInfo:
     gates = tuple(g for g in pod.scheduling_gates if g != GANG_GATE)
-    return replace(pod, node_name=node, scheduling_gates=gates)
+    devices = tuple(share.index for share in binding.devices)
+    return replace(
+        pod, node_name=str(binding.node), scheduling_gates=gates, gpu_devices=devices
+    )
 
 
 def is_ours(pod: PodInfo) -> bool:
@@ -178,14 +186,27 @@ class ClusterIndex:
         chosen = [c for c in unique if c.global_default and c.value == self.default_priority]
         self.default_policy = chosen[0].preemption_policy if chosen else ""
 
+    def device_usage(self, node: int) -> DeviceUsage:
+        """The node's GPU devices as its pods hold them (`phalanx.core.devices`), rebuilt
+        when first asked."""
+        usage = self._device_usage.get(node)
+        if usage is None:
+            pods = self.gpu_pods.get(node, ())
+            usage = self._device_usage[node] = device_usage(self.nodes[node], pods)
+        return usage
+
     def _index_usage(self) -> None:
-        """Free capacity per node: allocatable minus requests of its unfinished pods."""
+        """Free capacity per node: allocatable minus requests of its unfinished pods. A
+        node's free nvidia.com/gpu counts only devices nothing holds (x 1000): a device
+        with part of it taken by a fractional pod is no longer free for whole-GPU pods."""
         free = [dict(node.allocatable) for node in self.nodes]
         pods_free = [
             node.allocatable[PODS] // 1000 if PODS in node.allocatable else UNLIMITED_PODS
             for node in self.nodes
         ]
         position = self.node_position
+        gpu_pods: dict[int, list[PodInfo]] = {}
+        shared: set[int] = set()
         for pod in self.pods:
             if not pod.node_name or pod.finished:
                 continue
@@ -196,6 +217,16 @@ class ClusterIndex:
             for name, amount in pod.requests.items():
                 node_free[name] = node_free.get(name, 0) - amount
             pods_free[index] -= 1
+            if holds_gpus(pod):
+                gpu_pods.setdefault(index, []).append(pod)
+                if pod.fractional:
+                    shared.add(index)
+        self.gpu_pods: dict[int, list[PodInfo]] = gpu_pods
+        self.shared_nodes: frozenset[int] = frozenset(shared)  # some device partly held
+        self._device_usage: dict[int, DeviceUsage] = {}
+        for index in shared:
+            devices = whole_free(self.device_usage(index).used) * DEVICE
+            free[index][GPU] = min(free[index].get(GPU, 0), devices)
         for node_free in free:
             node_free.pop(PODS, None)
         self.free: tuple[dict[str, int], ...] = tuple(free)

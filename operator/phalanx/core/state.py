@@ -10,8 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phalanx.core.device_choice import DEVICE
+from phalanx.core.devices import (
+    DeviceShare,
+    holds_gpus,
+    overcommitted,
+    part_of,
+    pod_shares,
+    slots,
+    take,
+)
 from phalanx.core.model import PodInfo
-from phalanx.core.names import PODS
+from phalanx.core.names import GPU, PODS, PodKey
 from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.rooms import RoomIndex
 from phalanx.core.shapes import Shape, fit_count, fit_counts, fit_counts_of_columns
@@ -26,11 +36,13 @@ HELD_PODS = 1 << 40
 @dataclass(slots=True)
 class ShapeCounts:
     """`levels[topology][level]`: the level's domains by room (built when first asked,
-    then kept current); `leaves[(topology, leaf)]`: a leaf domain's nodes by room."""
+    then kept current); `leaves[(topology, leaf)]`: a leaf domain's nodes by room;
+    `milli`: for a fractional shape, the part of one device it takes on each node."""
 
     shape: Shape
     static: list[Exclusion | None]
     node: list[int]
+    milli: list[int] | None = None
     domains: dict[str | None, list[int]] = field(default_factory=dict)
     levels: dict[str | None, list[RoomIndex | None]] = field(default_factory=dict)
     leaves: dict[tuple[str | None, int], RoomIndex] = field(default_factory=dict)
@@ -60,6 +72,25 @@ class CycleState:
         self.static_rooms: dict[tuple[Shape, str | None], list[int]] = {}
         self.rejections: dict[object, tuple[int, Problem]] = {}
         self._columns: dict[str, list[int]] = {}
+        self._used: dict[int, list[int]] = {}
+        self.shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
+        self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
+
+    def devices(self, node: int) -> list[int]:
+        """Milli held on each GPU device of the node, kept current by placements."""
+        used = self._used.get(node)
+        if used is None:
+            used = self._used[node] = list(self.index.device_usage(node).used)
+        return used
+
+    def _slots(self, node: int, milli: int) -> int:
+        """Pods taking `milli` of one device the node's devices still take; a node with
+        no device partly held needs no device list (its whole free GPUs say it all)."""
+        if node in self._used or node in self.index.shared_nodes:
+            return slots(self.devices(node), milli)
+        if milli <= 0 or milli > DEVICE:
+            return 0
+        return max(self.free[node].get(GPU, 0), 0) // DEVICE * (DEVICE // milli)
 
     def _column(self, name: str) -> list[int]:
         """Free amount of one resource on every node, kept current by `_change`: each new
@@ -102,7 +133,11 @@ class CycleState:
             node = [
                 count if cause is None else 0 for count, cause in zip(fits, static, strict=True)
             ]
-            counts = self._shapes[shape] = ShapeCounts(shape, static, node)
+            milli = None
+            if shape.fractional:
+                milli = [part_of(shape.gpu_milli, shape.gpu_memory, n) for n in self.index.nodes]
+                node = [min(c, self._slots(i, milli[i])) if c else 0 for i, c in enumerate(node)]
+            counts = self._shapes[shape] = ShapeCounts(shape, static, node, milli)
         return counts
 
     def domain_counts(self, shape: Shape, topology: str | None) -> list[int]:
@@ -187,10 +222,46 @@ class CycleState:
             column = columns.get(name)
             if column is not None:
                 column[node] = free[name]
+        if holds_gpus(pod):
+            self._move_devices(node, pod, sign)
         self.pods_free[node] += sign
         self.generation += 1
         self._refresh_counts(node, shrinking=sign < 0 and all(
             amount >= 0 for amount in pod.requests.values()))
+
+    def _move_devices(self, node: int, pod: PodInfo, sign: int) -> None:
+        """Take (sign -1) or give back the pod's devices. A running pod taken off (a
+        preemption trial) and put back gets the devices it held; a device a fraction
+        starts or stops using leaves or rejoins the node's whole free GPUs."""
+        used = self.devices(node)
+        before = used.count(0) if pod.fractional else 0
+        if sign < 0:
+            released = self._released.pop(pod.key, None)
+            if released is not None and released[0] == node:
+                shares = released[1]
+                take(used, shares, 1)
+            else:
+                info = self.index.nodes[node]
+                found = pod_shares(pod, info, used)  # takes what it finds
+                if found is None:
+                    found = overcommitted(pod, info, used)
+                    take(used, found, 1)
+                shares = found
+            self.shares[pod.key] = shares
+        else:
+            shares = self.shares.pop(pod.key, ())
+            if not shares:
+                shares = self.index.device_usage(node).shares.get(pod.key, ())
+                self._released[pod.key] = (node, shares)
+            take(used, shares, -1)
+        if pod.fractional:
+            change = (used.count(0) - before) * DEVICE
+            if change:
+                free = self.free[node]
+                free[GPU] = free.get(GPU, 0) + change
+                column = self._columns.get(GPU)
+                if column is not None:
+                    column[node] = free[GPU]
 
     def _refresh_counts(self, node: int, shrinking: bool) -> None:
         """`shrinking`: the node only lost room, so shapes that fit no pod there still
@@ -200,6 +271,9 @@ class CycleState:
             if counts.static[node] is not None or (shrinking and not counts.node[node]):
                 continue
             new = fit_count(free, pods_free, counts.shape.requests)
+            milli = counts.milli
+            if milli is not None and new:
+                new = min(new, self._slots(node, milli[node]))
             delta = new - counts.node[node]
             if not delta:
                 continue
@@ -234,6 +308,12 @@ def static_room(state: CycleState, shape: Shape, topology: str | None) -> list[i
         allocatable = [node.allocatable for node in nodes]
         pods = [a[PODS] // 1000 if PODS in a else UNLIMITED_PODS for a in allocatable]
         fits = fit_counts(allocatable, pods, shape.requests)
+        if shape.fractional:
+            fits = [
+                min(fit, n.gpu_count * (DEVICE // milli) if 0 < milli <= DEVICE else 0)
+                for fit, n in zip(fits, nodes, strict=True)
+                for milli in (part_of(shape.gpu_milli, shape.gpu_memory, n),)
+            ]
         transient = (None, Exclusion.NOT_READY, Exclusion.CORDONED)
         static = state.static(shape.constraints)
         counts = [c if cause in transient else 0 for c, cause in zip(fits, static, strict=True)]

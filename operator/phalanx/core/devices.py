@@ -1,0 +1,153 @@
+"""A node's GPUs as devices: what each pod holds of which device, rebuilt from the pods.
+
+A whole-GPU pod (`requests["nvidia.com/gpu"]`, k x 1000) holds k devices entirely; a
+fractional pod (`PodInfo.gpu_milli`, or `gpu_memory` turned into a part of the node's
+GPU memory) holds part of exactly one. The devices a pod holds are written on it (the
+annotation scheduling.phalanx.io/gpu-index) together with its bind or un-gate, so the
+usage is a function of the pods alone: a restarted operator, the simulator and
+`phalanx plan` rebuild the same picture. Pods placed without that annotation (by another
+scheduler, or before Phalanx shared GPUs) get devices here by the same choice the core
+makes, whole-GPU pods first, so the rebuild never depends on the order pods arrived in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from phalanx.core.device_choice import DEVICE, choose_devices
+from phalanx.core.model import NodeInfo, PodInfo
+from phalanx.core.names import GPU, PodKey
+
+NO_FIT = DEVICE + 1  # the part a pod would take of a device it cannot use at all
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceShare:
+    """Part of one device a pod holds: `milli` of device `index` (1000: all of it)."""
+
+    index: int
+    milli: int
+
+    @property
+    def fraction(self) -> float:
+        return self.milli / DEVICE
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceUsage:
+    """`used[i]`: milli of device i held by the node's pods (may pass 1000 only when the
+    pods themselves over-commit it); `shares`: what each of those pods holds."""
+
+    used: tuple[int, ...]
+    shares: Mapping[PodKey, tuple[DeviceShare, ...]]
+
+
+def whole_devices(pod: PodInfo) -> int:
+    """Whole GPUs the pod asks for (a request not a multiple of 1000 is rounded up)."""
+    return -(-pod.requests.get(GPU, 0) // DEVICE)
+
+
+def pod_milli(pod: PodInfo, node: NodeInfo) -> int:
+    """The part of one device a fractional pod takes on `node` (0: not fractional)."""
+    return part_of(pod.gpu_milli, pod.gpu_memory, node)
+
+
+def part_of(gpu_milli: int, gpu_memory: int, node: NodeInfo) -> int:
+    """Milli of one of the node's devices that a request of `gpu_milli`, or of
+    `gpu_memory` MiB (rounded up), takes. A memory request on a node of unknown GPU
+    memory, or above one GPU's memory, gives more than DEVICE: it fits no device there."""
+    if gpu_milli:
+        return gpu_milli
+    if not gpu_memory:
+        return 0
+    memory = node.gpu_memory
+    return -(-gpu_memory * DEVICE // memory) if memory > 0 else NO_FIT
+
+
+def holds_gpus(pod: PodInfo) -> bool:
+    return pod.fractional or GPU in pod.requests or bool(pod.gpu_devices)
+
+
+def slots(used: Sequence[int], milli: int) -> int:
+    """How many more pods each taking `milli` of one device the devices take."""
+    if milli <= 0 or milli > DEVICE:
+        return 0
+    return sum((DEVICE - taken) // milli for taken in used if taken < DEVICE)
+
+
+def whole_free(used: Sequence[int]) -> int:
+    """Devices nothing holds: all a whole-GPU pod can use."""
+    return sum(1 for taken in used if taken == 0)
+
+
+def pod_shares(pod: PodInfo, node: NodeInfo, used: list[int]) -> tuple[DeviceShare, ...] | None:
+    """Choose devices for the pod on the node and take them in `used`; None when they
+    do not fit (nothing taken)."""
+    milli = pod_milli(pod, node)
+    if milli:
+        chosen = choose_devices(used, milli, 1)
+        shares = tuple(DeviceShare(i, milli) for i in chosen) if chosen is not None else None
+    else:
+        count = whole_devices(pod)
+        if not count:
+            return ()
+        chosen = choose_devices(used, DEVICE, count)
+        shares = tuple(DeviceShare(i, DEVICE) for i in chosen) if chosen is not None else None
+    if shares is not None:
+        take(used, shares, 1)
+    return shares
+
+
+def take(used: list[int], shares: tuple[DeviceShare, ...], sign: int) -> None:
+    for share in shares:
+        used[share.index] += sign * share.milli
+
+
+def device_usage(node: NodeInfo, pods: Sequence[PodInfo]) -> DeviceUsage:
+    """The node's devices as its (unfinished) pods hold them: pods that say which devices
+    they hold first, then the others, whole-GPU pods before fractional ones, each in the
+    given order; a pod that no longer fits (the pods over-commit the node) is put on the
+    least used devices."""
+    used = [0] * node.gpu_count
+    shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
+    unsaid: list[PodInfo] = []
+    for pod in pods:
+        said = _written(pod, node)
+        if said is None:
+            unsaid.append(pod)
+        else:
+            shares[pod.key] = said
+            take(used, said, 1)
+    for pod in sorted(unsaid, key=lambda p: p.fractional):
+        chosen = pod_shares(pod, node, used)
+        if chosen is None:
+            chosen = overcommitted(pod, node, used)
+            take(used, chosen, 1)
+        shares[pod.key] = chosen
+    return DeviceUsage(tuple(used), shares)
+
+
+def _written(pod: PodInfo, node: NodeInfo) -> tuple[DeviceShare, ...] | None:
+    """The shares the pod's annotation states, if it states a usable set: indices on the
+    node, distinct, one for a fractional pod, as many as its whole GPUs otherwise."""
+    indices = pod.gpu_devices
+    if not indices or len(set(indices)) != len(indices):
+        return None
+    if any(i < 0 or i >= node.gpu_count for i in indices):
+        return None
+    milli = pod_milli(pod, node)
+    if milli:
+        return (DeviceShare(indices[0], min(milli, DEVICE)),) if len(indices) == 1 else None
+    if len(indices) != whole_devices(pod):
+        return None
+    return tuple(DeviceShare(i, DEVICE) for i in sorted(indices))
+
+
+def overcommitted(pod: PodInfo, node: NodeInfo, used: list[int]) -> tuple[DeviceShare, ...]:
+    """Where a pod goes that fits no device (its node is over-committed by pods placed
+    without Phalanx): the least used devices, so the usage still accounts for it."""
+    milli = min(pod_milli(pod, node), DEVICE)
+    count = 1 if milli else min(whole_devices(pod), len(used))
+    least = sorted(range(len(used)), key=lambda i: (used[i], i))[:count]
+    return tuple(DeviceShare(i, milli or DEVICE) for i in sorted(least))

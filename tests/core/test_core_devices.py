@@ -1,0 +1,149 @@
+"""GPU devices in the core: fractional pods share one device, whole-GPU pods take only
+devices nothing holds, and the chosen devices come out in the bindings and back in from
+the pods' annotation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core_builders import cycle, group, node, pod
+
+from phalanx.core import PodInfo
+from phalanx.core.device_choice import choose_devices
+from phalanx.core.devices import DeviceShare, device_usage
+from phalanx.core.names import GPU_MEMORY_LABEL
+from phalanx.core.result import Binding
+
+
+def share(name: str, milli: int, **fields: object) -> PodInfo:
+    return pod(name, gpus=0, gpu_milli=milli, **fields)
+
+
+def devices_of(bindings: tuple[Binding, ...]) -> dict[str, tuple[tuple[int, int], ...]]:
+    return {b.pod: tuple((d.index, d.milli) for d in b.devices) for b in bindings}
+
+
+def test_fractions_fill_one_device_before_starting_another() -> None:
+    pods = [share("a", 500), share("b", 250), share("c", 250), share("d", 500)]
+    result = cycle(node("n", gpus=2), pods)
+    assert devices_of(result.bindings) == {
+        "default/a": ((0, 500),),
+        "default/b": ((0, 250),),
+        "default/c": ((0, 250),),
+        "default/d": ((1, 500),),
+    }
+
+
+def test_whole_gpu_pod_never_takes_a_device_with_a_fraction_on_it() -> None:
+    running = share("small", 100, node_name="n", gpu_devices=(0,))
+    result = cycle(node("n", gpus=1), running, pod("whole", gpus=1))
+    assert result.bindings == ()
+    other = cycle(node("n", gpus=2), running, pod("whole", gpus=1))
+    assert devices_of(other.bindings) == {"default/whole": ((1, 1000),)}
+
+
+def test_whole_gpu_pods_list_every_device_they_take() -> None:
+    running = pod("busy", gpus=1, node_name="n", gpu_devices=(2,))
+    result = cycle(node("n", gpus=4), running, pod("two", gpus=2))
+    assert devices_of(result.bindings) == {"default/two": ((0, 1000), (1, 1000))}
+
+
+def test_usage_is_rebuilt_from_the_annotation_the_pods_carry() -> None:
+    held = share("held", 500, node_name="n", gpu_devices=(1,))
+    result = cycle(node("n", gpus=2), held, share("new", 500))
+    assert devices_of(result.bindings) == {"default/new": ((1, 500),)}
+
+
+def test_a_fraction_too_big_for_every_partly_used_device_takes_a_free_one() -> None:
+    held = [share("h0", 600, node_name="n", gpu_devices=(0,)), share("h1", 300, node_name="n")]
+    result = cycle(node("n", gpus=2), held, share("new", 500))
+    assert devices_of(result.bindings) == {"default/new": ((1, 500),)}
+
+
+def test_no_room_on_any_device_means_the_pod_waits() -> None:
+    held = [share(f"h{i}", 600, node_name="n", gpu_devices=(i,)) for i in range(2)]
+    result = cycle(node("n", gpus=2), held, share("new", 500))
+    assert result.bindings == ()
+    assert not result.groups[-1].scheduled
+
+
+def test_a_mixed_gang_takes_whole_devices_and_shares_another() -> None:
+    pods = [
+        pod("mix-0", gpus=1, group="mix"),
+        share("mix-1", 500, group="mix"),
+        share("mix-2", 500, group="mix"),
+    ]
+    result = cycle(node("n", gpus=2), pods, group("mix", 3))
+    assert devices_of(result.bindings) == {
+        "default/mix-0": ((0, 1000),),
+        "default/mix-1": ((1, 500),),
+        "default/mix-2": ((1, 500),),
+    }
+
+
+def test_a_mixed_gang_that_needs_one_more_device_waits_whole() -> None:
+    pods = [pod("mix-0", gpus=1, group="mix"), share("mix-1", 600, group="mix")]
+    pods.append(share("mix-2", 600, group="mix"))
+    result = cycle(node("n", gpus=2), pods, group("mix", 3))
+    assert result.bindings == ()
+
+
+def test_gpu_memory_is_a_part_of_the_node_gpu_memory() -> None:
+    labelled = node("big", gpus=1, labels={GPU_MEMORY_LABEL: "80000"})
+    request = pod("mem", gpus=0, gpu_memory=20000)
+    result = cycle(labelled, request)
+    assert devices_of(result.bindings) == {"default/mem": ((0, 250),)}
+
+
+def test_gpu_memory_never_lands_on_a_node_of_unknown_or_smaller_gpu_memory() -> None:
+    unknown = node("unknown", gpus=8)
+    small = node("small", gpus=8, labels={GPU_MEMORY_LABEL: "16000"})
+    result = cycle(unknown, small, pod("mem", gpus=0, gpu_memory=20000))
+    assert result.bindings == ()
+
+
+def test_fractional_pods_never_land_on_cpu_only_nodes() -> None:
+    result = cycle(node("cpu", gpus=0), share("s", 100))
+    assert result.bindings == ()
+
+
+def test_fractional_pods_pack_onto_the_partly_used_node() -> None:
+    held = share("held", 500, node_name="b", gpu_devices=(3,))
+    result = cycle(node("a", gpus=8), node("b", gpus=8), held, share("new", 250))
+    assert [(b.node, b.devices) for b in result.bindings] == [("b", (DeviceShare(3, 250),))]
+
+
+def test_preemption_for_a_whole_gpu_evicts_the_whole_gpu_pod_not_the_fractions() -> None:
+    """The fractions on device 1 would free no whole device; the whole pod on device 0
+    does, so it is the victim."""
+    running = [
+        pod("low", gpus=1, node_name="n", gpu_devices=(0,), priority=0),
+        share("s-0", 500, node_name="n", gpu_devices=(1,), priority=0),
+        share("s-1", 400, node_name="n", gpu_devices=(1,), priority=0),
+    ]
+    result = cycle(node("n", gpus=2), running, pod("urgent", gpus=1, priority=100))
+    assert [e.pod for e in result.evictions] == ["default/low"]
+
+
+def test_rebuild_places_annotated_pods_first_and_unannotated_whole_pods_on_free_devices() -> None:
+    pods = [
+        pod("a-whole", gpus=2, node_name="n"),
+        share("b-frac", 250, node_name="n", gpu_devices=(0,)),
+        share("c-frac", 250, node_name="n"),
+    ]
+    usage = device_usage(node("n", gpus=4), pods)
+    assert usage.used == (500, 1000, 1000, 0)
+    assert usage.shares["default/a-whole"] == (DeviceShare(1, 1000), DeviceShare(2, 1000))
+
+
+def test_a_bad_annotation_is_ignored_not_trusted() -> None:
+    pods = [replace(share("a", 250, node_name="n"), gpu_devices=(9,))]
+    usage = device_usage(node("n", gpus=2), pods)
+    assert usage.used == (250, 0)
+
+
+def test_choose_devices_is_best_fit_with_ties_to_the_lowest_index() -> None:
+    assert choose_devices([0, 500, 900, 500], 100, 1) == (2,)
+    assert choose_devices([0, 500, 950, 500], 100, 1) == (1,)
+    assert choose_devices([0, 500, 0, 0], 1000, 2) == (0, 2)
+    assert choose_devices([0, 500, 1000], 1000, 2) is None
