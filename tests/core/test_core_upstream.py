@@ -136,10 +136,12 @@ def test_annotations_carry_queue_priority_and_preferred_level() -> None:
         "scheduling.phalanx.io/topology-preferred": "rack",
         "scheduling.phalanx.io/topology-subgroup-size": "2",
         "scheduling.phalanx.io/topology-subgroup-level": "host",
+        "scheduling.phalanx.io/schedule-timeout-seconds": "120",
     }
     info = parse_pod_group(upstream_group(annotations=annotations))
     assert info.api_group == UPSTREAM_API_GROUP
     assert (info.queue, info.priority_class_name, info.min_member) == ("team-a", "high", 3)
+    assert info.schedule_timeout_seconds == 120
     assert info.topology is not None
     assert info.topology.preferred == "rack"
     assert info.topology.sub_group is not None
@@ -163,6 +165,10 @@ def test_annotations_carry_queue_priority_and_preferred_level() -> None:
                 }
             ),
             "metadata.annotations[scheduling.phalanx.io/topology-subgroup-size]",
+        ),
+        (
+            upstream_group(annotations={"scheduling.phalanx.io/schedule-timeout-seconds": "-1"}),
+            "metadata.annotations[scheduling.phalanx.io/schedule-timeout-seconds]",
         ),
         (
             upstream_group(key=LEAF, annotations={"scheduling.phalanx.io/topology-required": "r"}),

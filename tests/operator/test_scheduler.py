@@ -231,3 +231,52 @@ async def test_a_placed_gangs_plan_rides_on_its_status_write_before_any_binding(
     assert len(statuses) == 1 and statuses[0]["plan"] is None
     assert statuses[0]["phase"] == "Running"
     assert [p for m, p, b in api.calls if p.endswith("/podgroups/g")] == []  # no metadata write
+
+
+def upstream_group(min_count: int, **annotations: str) -> dict[str, Any]:
+    """Kubernetes' own PodGroup, once said to be scheduled (as a placed gang is)."""
+    scheduled = {"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled",
+                 "message": "placed", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                 "observedGeneration": 1}
+    return {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+            "metadata": {"name": "up", "namespace": "ns", "uid": "uid-up", "generation": 1,
+                         "annotations": annotations},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+            "status": {"conditions": [scheduled]}}
+
+
+def upstream_member(name: str, node: str | None = None) -> dict[str, Any]:
+    body = gpu_pod(name, node=node, group=None, controller=True, phase="Running" if node else
+                   "Pending")
+    body["spec"]["schedulingGroup"] = {"podGroupName": "up"}
+    return body
+
+
+async def test_a_partial_upstream_gang_is_released_after_its_timeout_and_says_so():
+    timeout = {"scheduling.phalanx.io/schedule-timeout-seconds": "30"}
+    objects = cluster(upstream_group(3, **timeout), upstream_member("a", "n0"),
+                      upstream_member("b", "n1"), upstream_member("c"))
+    for name in ("n2", "n3"):  # no room left for the third pod
+        objects.append(gpu_pod(f"x-{name}", group=None, node=name, scheduler="default-scheduler"))
+    api = FakeApi()
+    clock = [0.0]
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api,
+                          Settings(partial_grace_seconds=10), clock=lambda: clock[0])
+    await settled_cycle(scheduler)
+    clock[0] = 29.0  # past the grace, not past the group's timeout
+    await settled_cycle(scheduler)
+    assert api.paths("DELETE") == []
+    clock[0] = 31.0
+    await settled_cycle(scheduler)
+    assert sorted(api.paths("DELETE")) == ["/api/v1/namespaces/ns/pods/a",
+                                           "/api/v1/namespaces/ns/pods/b"]
+    [event] = [b for m, p, b in api.calls
+               if p.endswith("/events") and b["reason"] == "PartialGangReleased"]
+    assert event["involvedObject"]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert event["involvedObject"]["name"] == "up"
+    [status] = [b["status"] for m, p, b in api.calls
+                if p == "/apis/scheduling.k8s.io/v1alpha2/namespaces/ns/podgroups/up/status"]
+    [said] = status["conditions"]
+    assert (said["type"], said["status"], said["reason"]) == (
+        "PodGroupScheduled", "False", "Unschedulable")
+    assert said["message"] == event["message"]

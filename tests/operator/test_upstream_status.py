@@ -7,7 +7,7 @@ from typing import Any
 from phalanx.core.names import GroupKey
 from phalanx.core.result import GroupDecision
 from phalanx.core.status import Reason, StatusCode
-from phalanx.operator.upstream_status import upstream_report
+from phalanx.operator.upstream_status import released_status, upstream_report
 
 NOW = 1_800_000_000.0
 
@@ -79,3 +79,13 @@ def test_an_unchanged_condition_is_not_written_again_and_others_are_kept() -> No
     report = upstream_report(group(disruption, first), later, NOW + 60)
     assert report.status is not None and report.status["conditions"][0] == disruption
     assert scheduled_condition(report.status)["lastTransitionTime"] == first["lastTransitionTime"]
+
+
+def test_a_released_gang_is_no_longer_scheduled_though_it_was() -> None:
+    was = scheduled_condition(upstream_report(group(), PLACED, NOW).status)
+    status = released_status(group(was), "2 of 4 pods were placed; deleted them", NOW + 60)
+    said = scheduled_condition(status)
+    assert (said["status"], said["reason"]) == ("False", "Unschedulable")
+    assert said["message"] == "2 of 4 pods were placed; deleted them"
+    assert said["lastTransitionTime"] != was["lastTransitionTime"]
+    assert released_status(group(said), said["message"], NOW + 61) is None  # said already

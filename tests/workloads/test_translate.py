@@ -152,7 +152,9 @@ def test_topology_annotations_become_the_gangs_topology() -> None:
         "scheduling.phalanx.io/topology-subgroup-size": "2",
         "scheduling.phalanx.io/topology-subgroup-level": "rack",
         "scheduling.phalanx.io/network-topology": "fabric",
+        "scheduling.phalanx.io/schedule-timeout-seconds": "600",
     }
+    assert groups(obj)["job-train"]["scheduleTimeoutSeconds"] == 600
     assert groups(obj)["job-train"]["topology"] == {
         "required": "block",
         "networkTopology": "fabric",
@@ -189,6 +191,7 @@ def test_two_levels_asked_at_once_are_an_error_naming_them() -> None:
         ("scheduling.phalanx.io/gang-scope", "job"),
         ("scheduling.phalanx.io/min-member", "zero"),
         ("scheduling.phalanx.io/topology-subgroup-size", "2"),
+        ("scheduling.phalanx.io/schedule-timeout-seconds", "1.5"),
     ],
 )
 def test_bad_annotations_name_themselves(annotation: str, value: str) -> None:

@@ -150,3 +150,39 @@ def test_a_basic_podgroup_places_its_pods_one_by_one_inside_its_topology_key(
     assert eventually(lambda: len(bound(pods(cluster, namespace, "gang=loose"))) == 4, 90)
     assert len(racks(cluster, bound(pods(cluster, namespace, "gang=loose")))) == 1
     assert len(pods(cluster, namespace, "gang=loose")) == 5  # the fifth waits, alone
+
+
+def test_a_partly_placed_upstream_gang_is_released_past_its_timeout_and_says_so(
+    workload_api_cluster: LocalCluster, upstream_namespace: str, phalanx_upstream: Operator
+) -> None:
+    """Two of three pods already on nodes (as when the rest of a gang's bindings failed)
+    and the third fits no node: past the deadline the two are deleted so their controller
+    starts the gang again whole, and Kubernetes' PodGroup says so as Phalanx's would."""
+    cluster, namespace = workload_api_cluster, upstream_namespace
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}
+    cluster.apply([owner], namespace=namespace)
+    uid = get_json(cluster, "configmap", "owner", "-n", namespace)["metadata"]["uid"]
+    group = upstream_group("part", 3, key=None)
+    group["metadata"]["annotations"] = {"scheduling.phalanx.io/schedule-timeout-seconds": "1"}
+    first, second, third = members("part", 3)
+    nodes = sorted(n["metadata"]["name"] for n in get_json(cluster, "nodes")["items"])[-2:]
+    for pod, node in ((first, nodes[0]), (second, nodes[1])):
+        pod["spec"]["nodeName"] = node
+    third["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "16"}}
+    for pod in (first, second, third):
+        pod["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid,
+             "controller": True}]
+    cluster.apply([group, first, second, third], namespace=namespace)
+
+    def released() -> list[str]:
+        return [e["message"] for e in get_json(cluster, "events", "-n", namespace)["items"]
+                if e["reason"] == "PartialGangReleased"
+                and e["involvedObject"].get("apiVersion") == "scheduling.k8s.io/v1alpha2"
+                and e["involvedObject"].get("name") == "part"]
+
+    [message] = eventually(released, 90) or [get_json(cluster, "events", "-n", namespace)]
+    assert "2 of 3 pods were placed" in message and "deleted the placed pods" in message
+    assert eventually(lambda: bound(pods(cluster, namespace, "gang=part")) == [], 60)
+    said = scheduled(cluster, namespace, "part")  # then waiting again, past its timeout
+    assert (said.get("status"), said.get("reason")) == ("False", "Unschedulable"), said

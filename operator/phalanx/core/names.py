@@ -55,6 +55,7 @@ REQUIRED_ANNOTATION = "scheduling.phalanx.io/topology-required"
 PREFERRED_ANNOTATION = "scheduling.phalanx.io/topology-preferred"
 SUBGROUP_SIZE_ANNOTATION = "scheduling.phalanx.io/topology-subgroup-size"
 SUBGROUP_LEVEL_ANNOTATION = "scheduling.phalanx.io/topology-subgroup-level"
+SCHEDULE_TIMEOUT_ANNOTATION = "scheduling.phalanx.io/schedule-timeout-seconds"
 GANG_SCOPE_ANNOTATION = "scheduling.phalanx.io/gang-scope"  # on a workload: its gangs
 MIN_MEMBER_ANNOTATION = "scheduling.phalanx.io/min-member"  # on a workload: its gang minimum
 

@@ -45,17 +45,18 @@ class PartialGangs:
 
     def check(
         self, decision: GroupDecision, group: Body, placed: Sequence[Body], now: float,
-        lost: tuple[LostNode, ...] = (),
+        lost: tuple[LostNode, ...] = (), timeout: int | None = None,
     ) -> Release | None:
         """The release due for the group this cycle, if any; `placed` are its unfinished
-        pods on nodes, `lost` the failed nodes that took the rest (named in the Event)."""
+        pods on nodes, `lost` the failed nodes that took the rest (named in the Event),
+        `timeout` the group's scheduleTimeoutSeconds (Phalanx's PodGroup, or the
+        annotation on Kubernetes' own), `group` the object the Event is about."""
         key = decision.group
         if not is_partial(decision, group):
             self._since.pop(key, None)
             return None
         since = self._since.setdefault(key, now)
-        timeout = int(group.get("spec", {}).get("scheduleTimeoutSeconds") or 0)
-        if now - since < max(timeout, self._grace):
+        if now - since < max(timeout or 0, self._grace):
             return None
         if placed and all(has_controller(p) for p in placed):
             self._since.pop(key, None)

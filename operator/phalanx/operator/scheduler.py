@@ -24,6 +24,7 @@ from phalanx.core.eviction import Eviction
 from phalanx.core.gpus import MILLI
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.node_loss import lost_nodes
+from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot, with_bindings
 from phalanx.observe.gpu_usage import gpu_usage
@@ -43,12 +44,13 @@ from phalanx.operator.compose import (
 )
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.evictor import VictimsEvicted, victims_of
-from phalanx.operator.kube.client import Api
+from phalanx.operator.kube.client import UPSTREAM_PODGROUPS, Api
 from phalanx.operator.nominations import NominationBook
 from phalanx.operator.partial import PartialGangs
 from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve
 from phalanx.operator.pods import pod_key
 from phalanx.operator.reports import Reports
+from phalanx.operator.upstream_status import released_status
 from phalanx.operator.workload_gangs import WorkloadGangs
 from phalanx.operator.writes import Writes
 
@@ -129,7 +131,7 @@ class Scheduler:
         placing = self._place(result, pods)
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         upstream = {object_key(g): g for g in self.cache.objects(Kind.UPSTREAM_POD_GROUP)}
-        self._release_partial(result, snapshot, groups, pods, now)
+        self._release_partial(result, snapshot, {**upstream, **groups}, pods, now)
         phases = self.reports.groups(result, groups, now, upstream)
         self.reports.missing_groups(result, lambda key: self._pods(snapshot, key, pods))
         self.reports.waiting_pods(result, groups, lambda key: self._pods(snapshot, key, pods),
@@ -141,7 +143,7 @@ class Scheduler:
         self.reports.queues(after, phases, self.cache.objects(Kind.QUEUE))
         self.reports.topologies(after, self.cache.objects(Kind.NETWORK_TOPOLOGY), now)
         self.reports.forget(groups, upstream)
-        self.partial.forget(set(groups))
+        self.partial.forget(set(groups) | set(upstream))
         self.cycles += 1
         self._log(result, placing, now, decided)
         self.metrics.observe_cycle(self.clock() - now)
@@ -311,6 +313,8 @@ class Scheduler:
         pods: Mapping[str, Body],
         now: float,
     ) -> None:
+        """Partly placed gangs past their deadline, of either PodGroup kind (`groups`:
+        Phalanx's, and Kubernetes' own where Phalanx has none of that name)."""
         for decision in result.groups:
             group = groups.get(decision.group)
             if group is None or decision.implicit:
@@ -320,12 +324,19 @@ class Scheduler:
             lost = lost_nodes(placement.get("nodes") or (), snapshot.index)
             if lost:
                 self.writes.event(node_failed_event(group, lost, decision, placed))
-            release = self.partial.check(decision, group, placed, now, lost)
+            info = snapshot.index.groups.get(GroupKey(decision.group))
+            timeout = info.schedule_timeout_seconds if info is not None else None
+            release = self.partial.check(decision, group, placed, now, lost, timeout)
             if release is None:
                 continue
             for key in release.pods:
                 self.writes.delete_pod(key)
-            self.writes.event(release.event)
+            status = released_status(group, release.event.message, now) if (
+                release.pods and is_upstream(group)) else None
+            if status is None:
+                self.writes.event(release.event)
+            else:  # Kubernetes' PodGroup: no longer scheduled, with the Event
+                self.writes.status(UPSTREAM_PODGROUPS, group, status, (release.event,))
 
     @staticmethod
     def _pods(

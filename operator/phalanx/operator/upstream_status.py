@@ -6,7 +6,11 @@ gang is placed; False with reason `Unschedulable` (it does not fit) or `Schedule
 (it cannot be read); never set back from True to False by a later cycle; nothing while
 fewer than minCount pods exist. Phalanx writes the same, so whatever reads that
 condition sees Phalanx's gangs as it sees kube-scheduler's; the Events carry Phalanx's
-own reason (NoDomainFits, QueueCapability, ...). Pure: no clock reads, no I/O.
+own reason (NoDomainFits, QueueCapability, ...). One exception to "never back to False":
+a gang left partly placed past its deadline whose placed pods Phalanx deleted
+(`phalanx.operator.partial`) is no longer scheduled, and says so (`released_status`);
+kube-scheduler has no such release (its gang waits at Permit, bound nothing, and times
+out), so its `Unschedulable` reason is the one that fits. Pure: no clock reads, no I/O.
 """
 
 from __future__ import annotations
@@ -37,11 +41,32 @@ def upstream_report(group: Body, decision: GroupDecision, now: float) -> Upstrea
     wanted = _condition(decision)
     if wanted is None:
         return UpstreamReport(None)
-    status: Mapping[str, Any] = group.get("status") or {}
-    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
-    before = next((c for c in conditions if c.get("type") == SCHEDULED), None)
+    before = _scheduled_condition(group)
     if before is not None and before.get("status") == "True" and wanted["status"] != "True":
         return UpstreamReport(None)
+    status = _with_condition(group, wanted, now)
+    return UpstreamReport(status, (_event(group, decision),) if status is not None else ())
+
+
+def released_status(group: Body, message: str, now: float) -> dict[str, Any] | None:
+    """The status of a gang whose partly placed pods were deleted: not scheduled (also
+    after True), `message` saying what was released; None if it says so already."""
+    return _with_condition(group, _made("False", UNSCHEDULABLE, message), now)
+
+
+def _scheduled_condition(group: Body) -> Mapping[str, Any] | None:
+    return next((c for c in _conditions(group) if c.get("type") == SCHEDULED), None)
+
+
+def _conditions(group: Body) -> list[Mapping[str, Any]]:
+    status: Mapping[str, Any] = group.get("status") or {}
+    return [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+
+
+def _with_condition(group: Body, wanted: dict[str, Any], now: float) -> dict[str, Any] | None:
+    """The whole status with `wanted` as PodGroupScheduled (its transition time kept while
+    its status stays), other conditions kept; None when nothing would change."""
+    before = _scheduled_condition(group)
     same = before is not None and before.get("status") == wanted["status"]
     condition = {
         **wanted,
@@ -50,9 +75,9 @@ def upstream_report(group: Body, decision: GroupDecision, now: float) -> Upstrea
     }
     condition["lastTransitionTime"] = condition["lastTransitionTime"] or timestamp(now)
     if before is not None and all(before.get(k) == v for k, v in condition.items()):
-        return UpstreamReport(None)
-    others = [dict(c) for c in conditions if c.get("type") != SCHEDULED]
-    return UpstreamReport({"conditions": [*others, condition]}, (_event(group, decision),))
+        return None
+    others = [dict(c) for c in _conditions(group) if c.get("type") != SCHEDULED]
+    return {"conditions": [*others, condition]}
 
 
 def _condition(decision: GroupDecision) -> dict[str, Any] | None:

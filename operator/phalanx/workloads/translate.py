@@ -90,6 +90,8 @@ def _pod_group(
     topology = _topology(reader, settings, gang)
     if topology:
         spec["topology"] = topology
+    if settings.schedule_timeout_seconds is not None:
+        spec["scheduleTimeoutSeconds"] = settings.schedule_timeout_seconds
     return {
         "apiVersion": GROUP_VERSION,
         "kind": "PodGroup",

@@ -16,6 +16,7 @@ from phalanx.core.names import (
     PREFERRED_ANNOTATION,
     PRIORITY_CLASS_ANNOTATION,
     REQUIRED_ANNOTATION,
+    SCHEDULE_TIMEOUT_ANNOTATION,
     SUBGROUP_LEVEL_ANNOTATION,
     SUBGROUP_SIZE_ANNOTATION,
 )
@@ -31,6 +32,7 @@ class GroupAnnotations:
     required: str | None = None
     preferred: str | None = None
     sub_group: SubGroupSpec | None = None
+    schedule_timeout_seconds: int | None = None
 
     @property
     def has_topology(self) -> bool:
@@ -55,7 +57,18 @@ def read_group_annotations(reader: Reader) -> GroupAnnotations:
         required=required,
         preferred=preferred,
         sub_group=_sub_group(reader, annotations),
+        schedule_timeout_seconds=_seconds(reader, annotations, SCHEDULE_TIMEOUT_ANNOTATION),
     )
+
+
+def _seconds(reader: Reader, annotations: Mapping[str, str], key: str) -> int | None:
+    """A whole number of seconds >= 0 (what `spec.scheduleTimeoutSeconds` holds)."""
+    text = annotations.get(key)
+    if text is None:
+        return None
+    if not text.strip().isdigit():
+        raise reader.error(annotation_field(key), f"expected an integer >= 0, got {text!r}")
+    return int(text)
 
 
 def _sub_group(reader: Reader, annotations: Mapping[str, str]) -> SubGroupSpec | None:

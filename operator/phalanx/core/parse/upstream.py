@@ -3,8 +3,8 @@
 `schedulingPolicy.gang.minCount` is the gang's minMember; `basic` means independent pods
 (a group of minMember 1: each pod placed on its own, yet inside the required domain);
 `schedulingConstraints.topology[0].key` is a node label key, the level the gang must stay
-within. What that API cannot say (queue, priority class, preferred level, sub-groups)
-comes from Phalanx's annotations on the same object.
+within. What that API cannot say (queue, priority class, preferred level, sub-groups,
+a schedule timeout) comes from Phalanx's annotations on the same object.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         ),
         topology=_topology(reader, annotations),
         creation=reader.timestamp(),
+        schedule_timeout_seconds=annotations.schedule_timeout_seconds,
         api_group=UPSTREAM_API_GROUP,
         nomination=read_nomination(reader),
     )
