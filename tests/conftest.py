@@ -37,6 +37,7 @@ from controller_fixtures import (  # noqa: F401 (fixtures, registered by being h
     BUILDS,
     build_for,
     jobset_controller,
+    jobset_crds,
     kubeflow_controller,
     lws_controller,
 )

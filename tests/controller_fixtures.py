@@ -2,11 +2,13 @@
 
 - `jobset_controller`: JobSet (sigs.k8s.io/jobset) with its CRDs and webhooks.
 - `lws_controller`: LeaderWorkerSet (sigs.k8s.io/lws) with its CRDs and webhooks.
+- `jobset_crds`: the folder of JobSet's CRDs (built, not installed, no controller run).
 - `kubeflow_controller`: Kubeflow Trainer v2 (github.com/kubeflow/trainer/v2: TrainJob runs as
   a JobSet, so JobSet runs too) with its CRDs, webhooks and the `torch-distributed`
   ClusterTrainingRuntime of its release.
 
-Each yields a `phalanx.cluster.workload_controllers.Running`. Pods the workloads create have
+Each yields a `phalanx.cluster.workload_controllers.Running`, started by
+`workload_controllers.start` as `make run` starts them. Pods the workloads create have
 the scheduler name their template gives (default-scheduler unless set): ask for
 `kube_scheduler` too, or set `schedulerName: phalanx` and run the operator.
 
@@ -18,6 +20,7 @@ Building a controller takes minutes the first time (then it is cached under
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +31,7 @@ BUILDS = {
     "jobset_controller": ("jobset",),
     "lws_controller": ("lws",),
     "kubeflow_controller": ("jobset", "trainer"),
+    "jobset_crds": ("jobset",),
 }
 
 
@@ -60,9 +64,9 @@ def lws_controller(cluster: LocalCluster) -> Iterator[Running]:
 
 @pytest.fixture(scope="session")
 def kubeflow_controller(cluster: LocalCluster, jobset_controller: Running) -> Iterator[Running]:
-    running = workload_controllers.start(cluster, "trainer")
-    try:
-        cluster.apply(workload_controllers.manifests("trainer") / "extra")  # its runtimes
-        yield running
-    finally:
-        workload_controllers.stop(cluster, running)
+    yield from running_controller(cluster, "trainer")  # with its release's runtimes
+
+
+@pytest.fixture(scope="session")
+def jobset_crds() -> Path:
+    return workload_controllers.manifests("jobset") / "crds"

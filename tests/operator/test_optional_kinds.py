@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from operator_fakes import FakeApi
 
+from manual_clock import ManualClock
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, kind_of_body
 from phalanx.operator.kube.client import Reply
 from phalanx.operator.kube.discovery import serves
+from phalanx.operator.main import OPTIONAL_KINDS
+from phalanx.operator.optional_kinds import OptionalKind, OptionalKinds
 
 
 class DiscoveryApi(FakeApi):
@@ -29,6 +33,27 @@ async def test_a_kind_is_watched_only_when_the_api_server_serves_it() -> None:
     assert await serves(api, "jobset.x-k8s.io/v1alpha2", "jobsets")
     assert not await serves(api, "jobset.x-k8s.io/v1alpha2", "replicatedjobs")
     assert not await serves(api, "scheduling.k8s.io/v1alpha2", "podgroups")
+
+
+async def test_a_kind_installed_after_start_is_watched_at_the_next_discovery() -> None:
+    served = {"batch/v1": ["jobs"]}
+    clock = ManualClock()
+    started: list[OptionalKind] = []
+    kinds = OptionalKinds(DiscoveryApi(served), OPTIONAL_KINDS, started.append, 30.0, clock)
+    await kinds.discover()
+    assert [k.kind for k in started] == ["Job"]
+    task = asyncio.create_task(kinds.run())
+    try:
+        served["jobset.x-k8s.io/v1alpha2"] = ["jobsets"]  # the JobSet CRD is installed
+        await clock.advance(29.0)
+        assert [k.kind for k in started] == ["Job"]
+        await clock.advance(1.0)
+        assert [k.kind for k in started] == ["Job", "JobSet"]
+        served["scheduling.k8s.io/v1alpha2"] = ["podgroups"]  # the Workload API turned on
+        await clock.advance(90.0)
+        assert [k.kind for k in started] == ["Job", "JobSet", "PodGroup"]  # each once
+    finally:
+        task.cancel()
 
 
 def body(kind: str, name: str, api_version: str = "batch/v1") -> dict[str, Any]:

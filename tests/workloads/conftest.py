@@ -15,7 +15,7 @@ from phalanx.operator.kube.client import load_configuration
 from phalanx.operator.main import Operator
 
 FAST = Settings(debounce_seconds=0.1, max_delay_seconds=0.5, cycle_period_seconds=1.0,
-                partial_grace_seconds=5.0)
+                partial_grace_seconds=5.0, discovery_period_seconds=1.0)
 
 
 def running_operator(cluster: LocalCluster, name: str) -> Iterator[Operator]:

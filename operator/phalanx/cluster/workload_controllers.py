@@ -11,7 +11,12 @@ its release manifests deploy it, with what a laptop lacks replaced on loopback:
   (pod webhooks limited to the controller's pods) applied; the registrations are removed
   before the controller stops, since their failure policy is Fail;
 - its built-in certificate rotation and leader election off; metrics and health probes on
-  free loopback ports; talking to kube-apiserver as the admin.
+  free loopback ports; talking to kube-apiserver as the admin;
+- what its release installs besides (Trainer's `torch-distributed` ClusterTrainingRuntime)
+  applied once it serves its webhooks.
+
+`make run` (`phalanx.demo`) and the end-to-end fixtures both start them with `start`, so
+the tests run the controllers the way the demo cluster has them.
 
 The process is recorded in the cluster's run directory, so `LocalCluster.stop` ends it too.
 """
@@ -51,6 +56,8 @@ class Kind:
     webhook_cert_dir: bool = True  # whether its configuration names the certificate folder
     status_server: bool = False
 
+
+ALL = ("jobset", "lws", "trainer")  # what `make run` starts, in order (Trainer needs JobSet)
 
 KINDS = {
     "jobset": Kind("jobset", "config.jobset.x-k8s.io/v1alpha1", "internalCertManagement"),
@@ -119,6 +126,8 @@ def start(cluster: LocalCluster, name: str, timeout: float = 120.0) -> Running:
             f"https://127.0.0.1:{webhook_port}", certs.ca_cert.read_bytes(),
         )
         cluster.apply(registrations)
+        if any((manifests / "extra").glob("*.yaml")):
+            cluster.apply(manifests / "extra")
     except BaseException:
         processes.stop_one(cluster.run_dir, name)
         raise
@@ -129,6 +138,13 @@ def start(cluster: LocalCluster, name: str, timeout: float = 120.0) -> Running:
         metrics_port=metrics_port,
         log=started.log,
     )
+
+
+def start_missing(cluster: LocalCluster, names: Iterable[str] = ALL) -> list[Running]:
+    """Start those of `names` not running on the cluster yet (a cluster that `make run`
+    left running keeps its controllers); returns the ones started here, in order."""
+    running = cluster.pids()
+    return [start(cluster, name) for name in names if name not in running]
 
 
 def stop(cluster: LocalCluster, running: Running) -> None:

@@ -157,6 +157,7 @@ class Settings(BaseSettings):
     binding_concurrency: int = Field(default=32, ge=1, le=1024)  # requests in flight per gang
     assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
     partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
+    discovery_period_seconds: float = Field(default=30.0, gt=0)  # CRDs installed later
     backoff_initial_seconds: float = Field(default=5.0, gt=0)  # retry after a timeout
     backoff_max_seconds: float = Field(default=300.0, gt=0)
     default_topology: str = Field(default="default", min_length=1)

@@ -15,6 +15,7 @@ from phalanx.core.names import DEFAULT_QUEUE, GROUP_VERSION
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
+from phalanx.operator.clock import Clock
 from phalanx.operator.kube.client import (
     UPSTREAM_GROUP_VERSION,
     Api,
@@ -23,10 +24,10 @@ from phalanx.operator.kube.client import (
     connection_info,
     group_path,
 )
-from phalanx.operator.kube.discovery import serves
 from phalanx.operator.kube.kopf_handlers import kopf_settings, register
 from phalanx.operator.kube.raw_watch import ApiListWatch, RawWatch
 from phalanx.operator.loop import SchedulingLoop
+from phalanx.operator.optional_kinds import OptionalKind, OptionalKinds
 from phalanx.operator.scheduler import Scheduler
 from phalanx.workloads import WORKLOAD_KINDS
 
@@ -45,10 +46,12 @@ class Operator:
         metrics: Metrics | None = None,
         health: Health | None = None,
         leading: asyncio.Event | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """`leading`: set while this replica holds the leader Lease (None: it leads at once).
         Until then the operator is a warm standby: watches and caches run, nothing is
-        decided or written, so its first cycle after winning runs at once."""
+        decided or written, so its first cycle after winning runs at once. `clock` paces
+        the rediscovery of optional kinds (tests move it by hand)."""
         self.settings = settings = settings or Settings()
         if leading is None:
             leading = asyncio.Event()
@@ -90,7 +93,11 @@ class Operator:
         self.workload_store = MergedStore()
         self.stores[Kind.WORKLOAD] = self.workload_store
         self.stores[Kind.UPSTREAM_POD_GROUP] = {}
-        self.optional_watches: list[RawWatch] = []  # the kinds discovery finds at startup
+        self.optional_watches: list[RawWatch] = []  # the kinds discovery found so far
+        self.optional_kinds = OptionalKinds(
+            self.api, OPTIONAL_KINDS, self._watch_optional,
+            settings.discovery_period_seconds, clock,
+        )
         self._kopf_ready = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
@@ -139,30 +146,24 @@ class Operator:
             asyncio.create_task(self.group_watch.run(), name="phalanx podgroup watch"),
             asyncio.create_task(self.node_watch.run(), name="phalanx node watch"),
         ]
-        await self._discover()
-        self._watch_tasks += [
-            asyncio.create_task(watch.run(), name=f"phalanx {watch.kind} watch")
-            for watch in self.optional_watches
-        ]
+        await self.optional_kinds.discover()  # the first cycle waits for these lists
+        self._watch_tasks.append(
+            asyncio.create_task(self.optional_kinds.run(), name="phalanx discovery"))
         self._task = asyncio.create_task(self._run_loop(), name="phalanx scheduling loop")
         log.info("operator started", mode=self.settings.mode.value)
 
-    async def _discover(self) -> None:
-        """Watch Kubernetes' PodGroups and each workload kind the API server serves now."""
-        if await serves(self.api, UPSTREAM_GROUP_VERSION, "podgroups"):
-            watch = self._watch(UPSTREAM_GROUP_VERSION, "podgroups", "PodGroup")
-            self.stores[Kind.UPSTREAM_POD_GROUP] = watch.store
-        for kind in WORKLOAD_KINDS:
-            if await serves(self.api, kind.api_version, kind.plural):
-                self.workload_store.stores.append(
-                    self._watch(kind.api_version, kind.plural, kind.kind).store)
-        log.info("optional kinds watched", kinds=[w.kind for w in self.optional_watches])
-
-    def _watch(self, group_version: str, plural: str, kind: str) -> RawWatch:
-        source = ApiListWatch(self.api_client, path=api_path(group_version, plural))
-        watch = RawWatch(source, self.loop.poke, api_version=group_version, kind=kind)
+    def _watch_optional(self, kind: OptionalKind) -> None:
+        """Start the watch of a kind discovery found (Kubernetes' PodGroups, or a workload
+        kind: its store joins the merged workload store)."""
+        source = ApiListWatch(self.api_client, path=api_path(kind.group_version, kind.plural))
+        watch = RawWatch(source, self.loop.poke, api_version=kind.group_version, kind=kind.kind)
         self.optional_watches.append(watch)
-        return watch
+        if kind == UPSTREAM_POD_GROUPS:
+            self.stores[Kind.UPSTREAM_POD_GROUP] = watch.store
+        else:
+            self.workload_store.stores.append(watch.store)
+        self._watch_tasks.append(
+            asyncio.create_task(watch.run(), name=f"phalanx {kind.kind} watch"))
 
     async def _cleanup(self) -> None:
         for task in (self._task, *self._watch_tasks):
@@ -173,6 +174,13 @@ class Operator:
         await self.scheduler.close(timeout=SHUTDOWN_WRITES_SECONDS)
         await self.api_client.close()
         log.info("operator stopped", cycles=self.loop.cycles)
+
+
+UPSTREAM_POD_GROUPS = OptionalKind(UPSTREAM_GROUP_VERSION, "podgroups", "PodGroup")
+OPTIONAL_KINDS = (
+    UPSTREAM_POD_GROUPS,
+    *(OptionalKind(k.api_version, k.plural, k.kind) for k in WORKLOAD_KINDS),
+)
 
 
 async def ensure_default_queue(api: Api) -> None:
