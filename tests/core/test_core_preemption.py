@@ -353,3 +353,55 @@ def test_reclaim_leaves_queues_under_a_non_reclaimable_parent_alone() -> None:
     opened = [replace(q, reclaimable=True) if q.name == "locked" else q for q in queues]
     result = run(nodes, opened, *items, waiting)
     assert {e.reason for e in result.evictions} == {"Reclaimed"}
+
+
+def test_two_gangs_of_a_queue_do_not_both_reclaim_the_same_last_room() -> None:
+    """The first reclaim brings team-b to its guarantee and team-a down to its own: the
+    second team-b gang of the same cycle must see both, and take nothing."""
+    gpus = {"nvidia.com/gpu": 16000}
+    nodes = [node(f"n{i}") for i in range(4)]
+    queues = [QueueInfo("team-a", guarantee=gpus), QueueInfo("team-b", guarantee=gpus)]
+    result = run(
+        nodes,
+        queues,
+        *(running_gang(f"a{i}", [f"n{i}"], queue="team-a") for i in range(3)),
+        running_gang("b0", ["n3"], queue="team-b"),
+        waiting_gang("b1", 1, queue="team-b", priority="low", creation=1.0),
+        waiting_gang("b2", 1, queue="team-b", priority="low", creation=2.0),
+    )
+    assert len(evicted_groups(result)) == 1
+    assert {e.preemptor for e in result.evictions} == {"default/b1"}
+    assert "queue team-b is at its guarantee" in decision(result, "default/b2").message
+
+
+def test_reclaimed_room_is_kept_from_a_higher_priority_group_of_another_queue() -> None:
+    """A team-a group of higher priority could not evict team-b's holder once it runs:
+    taking the held room would only send the holder reclaiming again."""
+    held = Nomination((NodeName("n0"),), "Preempting", 0.0, 100.0)
+    holder = [
+        pod("b-0", gpus=8, group="b"),
+        group("b", 1, priority_class_name="low", queue="team-b", nomination=held),
+    ]
+    gpus = {"nvidia.com/gpu": 8000}
+    queues = [QueueInfo("team-a", guarantee=gpus), QueueInfo("team-b", guarantee=gpus)]
+    high = waiting_gang("a", 1, queue="team-a", priority="high")
+    result = run([node("n0")], queues, holder, high, now=10.0)
+    assert [b.group for b in result.bindings] == ["default/b"]
+    assert "held for another group" in decision(result, "default/a").message
+
+
+def test_victims_with_less_top_priority_work_are_preferred() -> None:
+    """Both nodes need a mid-priority victim; n1's costs 1 GPU of it (and 7 GPUs of low
+    work), n0's a whole 8-GPU mid-priority job: n1 is cheaper."""
+    mid = PriorityClassInfo("mid", 500)
+    small = [running_gang(f"low{i}", ["n1"], gpus=1) for i in range(7)]
+    result = run(
+        [node("n0"), node("n1")],
+        mid,
+        running_gang("big", ["n0"], priority="mid"),
+        running_gang("one", ["n1"], gpus=1, priority="mid"),
+        *small,
+        waiting_gang("high", 1),
+    )
+    assert "default/big" not in evicted_groups(result)
+    assert evicted_groups(result) == {"default/one"} | {f"default/low{i}" for i in range(7)}

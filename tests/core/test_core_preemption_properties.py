@@ -4,7 +4,8 @@ For every eviction set: no gang is left partly evicted below its minMember, only
 lower-priority pods of the preemptor's queue are touched, and the preemptor is placed
 once they are gone. On small cases every possible victim set is tried (brute force):
 none is strictly cheaper under the order of preference (elastic pods before whole
-gangs, then the lowest highest priority, then fewest GPUs, then fewest pods).
+gangs, then the lowest highest priority, then fewest GPUs at that priority, then fewest
+GPUs, then fewest pods).
 """
 
 from __future__ import annotations
@@ -127,10 +128,12 @@ def fits_without(case: Case, gone: frozenset[str]) -> bool:
     return decision is not None and decision.scheduled
 
 
-def cost(case: Case, gone: frozenset[str], elastic: bool) -> tuple[int, int, int, int]:
+def cost(case: Case, gone: frozenset[str], elastic: bool) -> tuple[int, int, int, int, int]:
     pods = [p for p in case.running if p.key in gone]
-    top = max(case.priority(f"default/{p.group}") for p in pods)
-    return (0 if elastic else 1, top, sum(p.requests[GPU] for p in pods), len(pods))
+    levels = [case.priority(f"default/{p.group}") for p in pods]
+    top = max(levels)
+    at_top = sum(p.requests[GPU] for p, level in zip(pods, levels, strict=True) if level == top)
+    return (0 if elastic else 1, top, at_top, sum(p.requests[GPU] for p in pods), len(pods))
 
 
 def is_elastic(case: Case, gone: frozenset[str]) -> bool:

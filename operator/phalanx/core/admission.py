@@ -6,9 +6,10 @@ queue and every ancestor have room under `capability` for what its gang needs:
 `minResources` (less what its running pods already use) or, if larger, the requests
 of the gang's pods.
 
-Each admitted group is placed at once (`place`); one that cannot be placed gives its
-reservation back before the next group is considered, so a gang that fits nowhere
-never keeps a queue's later groups waiting.
+Each admitted group is placed at once (`place`); one that cannot be placed, and for
+which no room is being freed by evictions, gives its reservation back before the next
+group is considered, so a gang that fits nowhere never keeps a queue's later groups
+waiting.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def admit(
     ledger: QueueLedger,
     place: Callable[[GroupWork], bool] | None = None,
 ) -> Admission:
-    """`place` tries to place an admitted group's gang; False releases its reservation."""
+    """`place` tries to place an admitted group's gang; False (neither placed nor given
+    room by evictions) releases its reservation."""
     rejected: dict[GroupKey, Problem] = {}
     lines: dict[str, list[GroupWork]] = {}
     needs: dict[GroupKey, dict[str, int]] = {}

@@ -57,7 +57,8 @@ def run_cycle(
     preemptions = Preemptions(state, works, config, now)
 
     def place(work: GroupWork) -> bool:
-        """Place the gang of a group just admitted; False when it could not be."""
+        """Place the gang of a group just admitted; False when it could not be and no
+        room is being freed for it (its queue reservation is then given back)."""
         outcome = outcomes[work.key]
         outcome.admitted = True
         route = route_of(index, work, config)
@@ -72,7 +73,7 @@ def run_cycle(
                 failure = Failure(work, request, route, outcome.problem)
                 outcome.problem = preemptions.failed(failure, ledger)
             preemptions.after(work, outcome.problem is None)
-        return outcome.problem is None
+        return outcome.problem is None or preemptions.holds_room(work.key)
 
     admission = admit(index, works, ledger, place)
     for key, problem in admission.rejected.items():

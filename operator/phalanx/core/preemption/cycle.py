@@ -22,8 +22,8 @@ from phalanx.core.names import GroupKey, NodeName
 from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.placement import GangRequest
 from phalanx.core.preemption.find import Finder, Found
-from phalanx.core.preemption.holds import Hold, Holds
-from phalanx.core.preemption.rules import Claim, claim_for
+from phalanx.core.preemption.holds import Hold, Holds, Opener
+from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
 from phalanx.core.preemption.search import cost_of, work_cost
 from phalanx.core.preemption.units import Unit, build_units, within_spare
 from phalanx.core.preemption.why import why_not
@@ -61,6 +61,7 @@ class Preemptions:
         self.evictions: list[Eviction] = []
         self.nominations: dict[GroupKey, Nomination] = {}
         self._taken: set[int] = set()
+        self._room_held: set[GroupKey] = set()
         self._chains: dict[str, tuple[str, ...]] = {}
         self._notes: dict[object, str] = {}
         self._by_group: dict[GroupKey, list[Unit]] = {}
@@ -76,7 +77,7 @@ class Preemptions:
                 continue
             nodes = tuple(sorted(position[n] for n in held.nodes if n in position))
             if nodes:
-                self.holds.add(work.key, Hold(work.priority, nodes, held))
+                self.holds.add(work.key, Hold(work.priority, nodes, held, work.queue))
                 self.nominations[work.key] = held
 
     @property
@@ -91,13 +92,19 @@ class Preemptions:
         return self.finder.units
 
     def before(self, work: GroupWork) -> None:
-        self.holds.open_for(work.key, work.priority)
+        preempts = may_preempt(self.state.index, _class_of(work))
+        self.holds.open_for(Opener(work.key, work.priority, work.queue, preempts))
 
     def after(self, work: GroupWork, placed: bool) -> None:
         if placed:
             self.holds.drop(work.key)
             self.nominations.pop(work.key, None)
         self.holds.close()
+
+    def holds_room(self, key: GroupKey) -> bool:
+        """The gang was given room by evictions this cycle (or waits for pods leaving
+        it): like a placed gang, it keeps what admission reserved in its queue."""
+        return key in self._room_held
 
     def failed(self, failure: Failure, ledger: QueueLedger) -> Problem:
         """Evict for the gang if that makes it fit, else reserve or explain; returns
@@ -114,7 +121,7 @@ class Preemptions:
         if self.config.preemption:
             found = self._preempt(failure, claim)
         if found is not None and (found.units or work.key in self.nominations):
-            return self._nominate(failure, found, claim)
+            return self._nominate(failure, found, claim, ledger)
         explain = self.config.preemption and self.config.explain_preemption
         note = self._why_not(failure, claim, ledger) if explain else ""
         problem = Problem(problem.code, problem.reason, problem.message + note)
@@ -158,7 +165,14 @@ class Preemptions:
         own = self._groups().get(GroupKey(claim.group))
         return ids - {id(u) for u in own} if own else ids
 
-    def _nominate(self, failure: Failure, found: Found, claim: Claim) -> Problem:
+    def _nominate(
+        self, failure: Failure, found: Found, claim: Claim, ledger: QueueLedger
+    ) -> Problem:
+        """Evict the victims and hold their room. The victims' requests leave their
+        queues' usage and the gang keeps its own (`holds_room`), so later gangs of this
+        cycle see both queues as they will be: two gangs of a queue at its guarantee
+        each reclaiming "the last" GPUs, or a queue reclaiming what another just
+        reclaimed from it, was a swap loop in the simulator."""
         work, victims = failure.work, found.units
         for unit in victims:
             reason = claim.reason(unit) or EvictionReason.PREEMPTED
@@ -167,8 +181,10 @@ class Preemptions:
                 Eviction(pod.key, unit.group, reason, work.key, message) for pod in unit.pods
             )
             self._taken.update(id(u) for u in self._related(unit))
+            ledger.add(unit.queue, {r: -amount for r, amount in unit.requests.items()})
         self.finder.leave(victims)
         self._hold(work, found.nodes, PREEMPTING)
+        self._room_held.add(work.key)
         where = self._where(failure.request.topology, found)
         if victims:
             message = f"preempting: evicts {_victims(victims)} to make room {where}"
@@ -199,7 +215,7 @@ class Preemptions:
         else:
             timeout = self.config.nomination_timeout_seconds
             nomination = Nomination(names, reason, self.now, self.now + timeout)
-        self.holds.add(work.key, Hold(work.priority, nodes, nomination))
+        self.holds.add(work.key, Hold(work.priority, nodes, nomination, work.queue))
         self.nominations[work.key] = nomination
         return nomination
 

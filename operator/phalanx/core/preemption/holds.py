@@ -1,9 +1,16 @@
 """Nominated room, held in the cycle state.
 
-A hold keeps every group of lower or equal priority off its nodes; the holder itself
-and groups of strictly higher priority may use them. Groups are placed in order of
-decreasing priority, so a hold is opened just for the group being placed when that
-group may use it, and closed again afterwards.
+A hold keeps every group of lower or equal priority off its nodes. Who else may use it
+depends on how the room came to be free:
+- room freed by evictions (Preempting) is open only to groups that could evict the
+  holder itself once it runs: of its queue, of strictly higher priority, allowed to
+  preempt. A group of another queue could not, so giving it the room only sends the
+  holder evicting again, and the victims' work is lost for nothing (in the simulator a
+  team's high-priority jobs took the room another team had reclaimed, cycle after cycle);
+- a starvation reservation (Reserved) evicted nobody: groups of strictly higher
+  priority may use it, as they would any free room.
+Groups are placed in order of decreasing priority, so a hold is opened just for the
+group being placed when that group may use it, and closed again afterwards.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phalanx.core.names import GroupKey
-from phalanx.core.nomination import Nomination
+from phalanx.core.nomination import RESERVED, Nomination
 from phalanx.core.state import CycleState
 
 
@@ -20,6 +27,26 @@ class Hold:
     priority: int
     nodes: tuple[int, ...]
     nomination: Nomination
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class Opener:
+    """The group being placed, as far as holds are concerned."""
+
+    group: GroupKey
+    priority: int
+    queue: str
+    preempts: bool
+
+    def may_use(self, holder: GroupKey, hold: Hold) -> bool:
+        if holder == self.group:
+            return True
+        if hold.priority >= self.priority:
+            return False
+        if hold.nomination.reason == RESERVED:
+            return True
+        return self.preempts and hold.queue == self.queue
 
 
 class Holds:
@@ -45,11 +72,11 @@ class Holds:
         for node in hold.nodes:
             self.state.hold(node, -1)
 
-    def open_for(self, group: GroupKey, priority: int) -> None:
-        """Let this group use its own hold and the holds of lower-priority groups."""
+    def open_for(self, opener: Opener) -> None:
+        """Let this group use its own hold and the holds it may enter (`Opener.may_use`)."""
         self.close()
         for holder, hold in self.by_group.items():
-            if holder == group or hold.priority < priority:
+            if opener.may_use(holder, hold):
                 for node in hold.nodes:
                     self.state.hold(node, -1)
                 self._open.append(holder)

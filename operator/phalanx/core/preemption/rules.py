@@ -75,8 +75,6 @@ def claim_for(
 ) -> Claim:
     """The claim of a gang just admitted (its need is already in the ledger)."""
     chain = ledger.chain(queue)
-    policies = index.preemption_policies
-    policy = policies.get(priority_class, "") if priority_class else index.default_policy
     reclaim = _below_guarantee(ledger, chain)
     budgets: dict[str, dict[str, int]] = {}
     closed: set[str] = set()
@@ -94,12 +92,20 @@ def claim_for(
         group=group,
         queue=queue,
         priority=priority,
-        preempt=policy != PREEMPT_NEVER,
+        preempt=may_preempt(index, priority_class),
         reclaim=reclaim,
         chain=chain,
         budgets=budgets,
         closed=frozenset(closed),
     )
+
+
+def may_preempt(index: ClusterIndex, priority_class: str | None) -> bool:
+    """False when the group's PriorityClass (else the global default) says
+    `preemptionPolicy: Never`."""
+    policies = index.preemption_policies
+    policy = policies.get(priority_class, "") if priority_class else index.default_policy
+    return policy != PREEMPT_NEVER
 
 
 def _below_guarantee(ledger: QueueLedger, chain: tuple[str, ...]) -> bool:

@@ -1,8 +1,12 @@
 """Choosing the victims inside one domain.
 
 The cost of a victim set, compared in this order: the highest priority it evicts, then
-GPUs, then pods, then the oldest start among its victims (later is cheaper: less work
-is lost). Going through units cheapest first until the gang fits finds the lowest
+the GPUs it evicts at that priority, then GPUs, then pods, then the oldest start among
+its victims (later is cheaper: less work is lost). "Lowest priority first" counts the
+GPUs at the top priority before all GPUs: one 1-GPU high-priority job and seven 1-GPU
+low ones is cheaper than one 8-GPU high-priority job (in the simulator, reclaims that
+took the whole 8-GPU job left it waiting hours for a node it could preempt again).
+Going through units cheapest first until the gang fits finds the lowest
 highest-priority any fitting set can have (the units below it did not suffice). With
 few units at or below that priority (or few units at all: the limits of `allowed`,
 such as an elastic group's spare pods, can make the walk miss a fitting set), every
@@ -19,15 +23,17 @@ from phalanx.core.preemption.units import Unit
 
 EXACT_UNITS = 10
 
-Cost = tuple[int, int, int, float]
+Cost = tuple[int, int, int, int, float]
 Allowed = Callable[[Sequence[Unit]], bool]
 
 
 def cost_of(units: Sequence[Unit]) -> Cost:
     if not units:
-        return (-(1 << 62), 0, 0, 0.0)
+        return (-(1 << 62), 0, 0, 0, 0.0)
+    top = max(u.priority for u in units)
     return (
-        max(u.priority for u in units),
+        top,
+        sum(u.gpus for u in units if u.priority == top),
         sum(u.gpus for u in units),
         sum(len(u.pods) for u in units),
         -min(u.started for u in units),
@@ -36,8 +42,8 @@ def cost_of(units: Sequence[Unit]) -> Cost:
 
 def work_cost(units: Sequence[Unit]) -> Cost:
     """For reservations: least running work in the way, whatever its priority."""
-    base = cost_of(units)
-    return (0, base[1], base[2], base[3])
+    _, _, gpus, pods, started = cost_of(units)
+    return (0, 0, gpus, pods, started)
 
 
 def choose(
