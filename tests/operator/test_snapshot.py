@@ -7,19 +7,21 @@ from operator_fakes import pod, podgroup
 from phalanx.config.settings import Mode
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import ClusterCache, Kind
-from phalanx.operator.cache_snapshot import snapshot_objects
+from phalanx.operator.cache_snapshot import take_snapshot
+
+CONTAINERS = [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]
 
 
-def pods_seen(objects):
-    return {o["metadata"]["name"]: o["spec"].get("nodeName") for o in objects
-            if o["kind"] == "Pod"}
+def pods_seen(cache, assumed, mode):
+    return {p.name: p.node_name for p in take_snapshot(cache, assumed, mode).pods}
 
 
 def test_assumed_pods_are_shown_bound_until_the_watch_confirms():
-    cache = ClusterCache.from_objects([pod("a"), pod("b"), podgroup()])
+    cache = ClusterCache.from_objects([pod("a", containers=CONTAINERS),
+                                       pod("b", containers=CONTAINERS), podgroup()])
     assumed = AssumedPods(60)
     assumed.assume("ns/a", "n1", now=0.0)
-    assert pods_seen(snapshot_objects(cache, assumed, Mode.BOTH)) == {"a": "n1", "b": None}
+    assert pods_seen(cache, assumed, Mode.BOTH) == {"a": "n1", "b": None}
     assumed.expire({"ns/a": pod("a", node="n1")}, now=1.0)
     assert "ns/a" not in assumed
 
@@ -32,12 +34,13 @@ def test_assumption_expires():
 
 
 def test_mode_hides_pods_the_writer_would_not_place():
-    objects = [pod("bind"), pod("gate", gated=True, scheduler="default-scheduler"),
-               pod("running", node="n1", scheduler="default-scheduler")]
+    objects = [pod("bind", containers=CONTAINERS),
+               pod("gate", gated=True, scheduler="default-scheduler", containers=CONTAINERS),
+               pod("running", node="n1", scheduler="default-scheduler", containers=CONTAINERS)]
     cache = ClusterCache.from_objects(objects)
-    assert set(pods_seen(snapshot_objects(cache, AssumedPods(1), Mode.BINDER))) == {
+    assert set(pods_seen(cache, AssumedPods(1), Mode.BINDER)) == {
         "bind", "running"}
-    assert set(pods_seen(snapshot_objects(cache, AssumedPods(1), Mode.GATE))) == {
+    assert set(pods_seen(cache, AssumedPods(1), Mode.GATE)) == {
         "gate", "running"}
 
 

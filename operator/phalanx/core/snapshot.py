@@ -77,11 +77,16 @@ def with_bindings(snapshot: Snapshot, bindings: Sequence[Binding]) -> Snapshot:
 
 
 def _bound(pod: PodInfo, binding: Binding) -> PodInfo:
+    return bound_on(pod, str(binding.node), tuple(share.index for share in binding.devices))
+
+
+def bound_on(pod: PodInfo, node: str, devices: tuple[int, ...] | None = None) -> PodInfo:
+    """The pod as it is once bound to `node` (binder mode) or pinned there and un-gated
+    (gate mode): on the node, without Phalanx's gate; on `devices` if given."""
     gates = tuple(g for g in pod.scheduling_gates if g != GANG_GATE)
-    devices = tuple(share.index for share in binding.devices)
-    return replace(
-        pod, node_name=str(binding.node), scheduling_gates=gates, gpu_devices=devices
-    )
+    if devices is None:
+        return replace(pod, node_name=node, scheduling_gates=gates)
+    return replace(pod, node_name=node, scheduling_gates=gates, gpu_devices=devices)
 
 
 def is_ours(pod: PodInfo) -> bool:

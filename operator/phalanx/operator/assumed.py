@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
-from phalanx.core.names import GANG_GATE
+from phalanx.core.model import PodInfo
+from phalanx.core.snapshot import bound_on
 from phalanx.operator.cache import Body
 
 
@@ -59,25 +59,10 @@ class AssumedPods:
             if pod is None or pod.get("spec", {}).get("nodeName") or entry.expires <= now:
                 del self._pods[key]
 
-    def overlay(self, pods: Iterable[Body]) -> list[Body]:
-        """The pods as the core should see them: assumed ones on their node, ungated."""
-        return [self._overlay_one(pod) for pod in pods] if self._pods else list(pods)
-
-    def _overlay_one(self, pod: Body) -> Body:
-        meta = pod.get("metadata", {})
-        entry = self._pods.get(f"{meta.get('namespace')}/{meta.get('name')}")
-        if entry is None or pod.get("spec", {}).get("nodeName"):
+    def shown(self, pod: PodInfo) -> PodInfo:
+        """The pod as the core should see it: if assumed (and not on a node yet), on its
+        node and no longer gated by Phalanx, as it will be once its write lands."""
+        entry = self._pods.get(pod.key) if self._pods else None
+        if entry is None or pod.node_name:
             return pod
-        return assumed_on(pod, entry.node)
-
-
-def assumed_on(pod: Body, node: str) -> dict[str, Any]:
-    """A copy of the pod as if bound to `node` (and no longer gated by Phalanx)."""
-    spec = dict(pod.get("spec", {}))
-    spec["nodeName"] = node
-    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GANG_GATE]
-    if gates:
-        spec["schedulingGates"] = gates
-    else:
-        spec.pop("schedulingGates", None)
-    return {**pod, "spec": spec}
+        return bound_on(pod, entry.node)

@@ -1,4 +1,4 @@
-"""In-memory indexes of the watched objects: one slimmed body per object.
+"""In-memory indexes of the watched objects: one slimmed body per object, and its parsed form.
 
 Queues, NetworkTopologies and PriorityClasses are Kopf indexes (`@kopf.index`: Kopf drops
 a body when its object is deleted and holds back every other handler until all indexes
@@ -14,7 +14,9 @@ import enum
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from phalanx.core.errors import InvalidObject
 from phalanx.core.names import UPSTREAM_API_GROUP
+from phalanx.core.parse.objects import PARSERS, Parser, parse_object
 from phalanx.workloads import kind_of
 
 Body = Mapping[str, Any]
@@ -48,11 +50,69 @@ def slim(body: Body) -> dict[str, Any]:
     return {**{k: v for k, v in body.items() if k != "metadata"}, "metadata": meta}
 
 
-class ClusterCache:
-    """Read access to the watched objects, one store per kind."""
+Parsed = object  # the core type (NodeInfo, PodInfo, ...), an InvalidObject, or None
+Entry = tuple[Body, Parsed]
 
-    def __init__(self, stores: Mapping[Kind, Store]) -> None:
+
+class ParsedObjects:
+    """The cached objects parsed once per version, kept beside the raw bodies.
+
+    An object's uid and resourceVersion name one content: a body seen at that version
+    before (the watch keeps a body until the next event; a fresh LIST brings the same
+    versions again) has its core type already, so a cycle only assembles. Parsing pods
+    again at every cycle was the largest cost of taking a snapshot (cProfile of
+    bench-1000: 25.9 s of 44.8 s of cycles). Invalid objects keep their error, so they
+    are not parsed again either. Entries of objects gone from the store are dropped the
+    next time their kind is read. `parsers`: by kind, as the core's `PARSERS`.
+    """
+
+    def __init__(self, parsers: Mapping[str, Parser] = PARSERS) -> None:
+        self._parsers = parsers
+        self._entries: dict[Hashable, dict[Hashable, Entry]] = {}
+
+    def read(self, kind: Hashable, store: Store) -> list[Entry]:
+        """Every object of `store` with its parsed form, parsing only what is new."""
+        known = self._entries.get(kind, {})
+        fresh: dict[Hashable, Entry] = {}
+        for key in list(store):
+            for position, body in enumerate(store[key]):
+                slot = (key, position)
+                entry = known.get(slot)
+                if entry is None or not same_version(entry[0], body):
+                    entry = (body, self.parse(body))
+                fresh[slot] = entry
+        self._entries[kind] = fresh
+        return list(fresh.values())
+
+    def parse(self, body: Body) -> Parsed:
+        """Parse one body (no memory): its core type, or the InvalidObject it raised."""
+        try:
+            return parse_object(body, self._parsers)
+        except InvalidObject as error:
+            return error
+
+
+def same_version(old: Body, new: Body) -> bool:
+    """The same object at the same resourceVersion. A body without one (made by hand, in
+    tests and files) has no version to trust: it is parsed every time."""
+    new_meta = new.get("metadata") or {}
+    version = new_meta.get("resourceVersion")
+    if not version:
+        return False
+    if old is new:
+        return True
+    old_meta = old.get("metadata") or {}
+    return (old_meta.get("resourceVersion"), old_meta.get("uid")) == (version, new_meta.get("uid"))
+
+
+class ClusterCache:
+    """Read access to the watched objects, one store per kind, and to their parsed forms
+    (each object parsed once per version, see ParsedObjects)."""
+
+    def __init__(self, stores: Mapping[Kind, Store], parsers: Mapping[str, Parser] = PARSERS,
+                 ) -> None:
         self._stores = stores
+        self._parsed = ParsedObjects(parsers)
 
     @classmethod
     def from_objects(cls, objects: Iterable[Body]) -> ClusterCache:
@@ -69,6 +129,16 @@ class ClusterCache:
         store = self._stores.get(kind, {})
         for key in list(store):
             yield from store[key]
+
+    def parsed(self, kind: Kind) -> list[Entry]:
+        """Every object of `kind` with its core type (or InvalidObject; None for a kind
+        the core does not read), parsing only objects changed since the last call."""
+        return self._parsed.read(kind, self._stores.get(kind, {}))
+
+    def parse(self, body: Body) -> object:
+        """One body that is in no store (an overlay, an object being created), parsed as
+        the cache parses, every time."""
+        return self._parsed.parse(body)
 
     def get(self, kind: Kind, key: str) -> Body | None:
         store = self._stores.get(kind, {})

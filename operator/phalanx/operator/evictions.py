@@ -11,13 +11,14 @@ be tried again (the budget may allow it by then).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from phalanx.core.eviction import Eviction
+from phalanx.core.model import PodInfo
 from phalanx.operator.cache import Body
-from phalanx.operator.events import timestamp
-from phalanx.operator.pods import is_deleting, pod_key
+from phalanx.operator.pods import is_deleting
 
 
 class EvictionBook:
@@ -65,15 +66,8 @@ class EvictionBook:
     def refused_lately(self) -> frozenset[str]:
         return frozenset(self._refused)
 
-    def overlay(self, pods: Iterable[Body], now: float) -> list[Body]:
-        """The pods as the core should see them: those being evicted as terminating."""
-        if not self._asked:
-            return list(pods)
-        return [leaving(pod, now) if pod_key(pod) in self._asked else pod for pod in pods]
-
-
-def leaving(pod: Body, now: float) -> dict[str, object]:
-    """A copy of the pod as it will look once the eviction lands (being deleted)."""
-    meta = dict(pod.get("metadata", {}))
-    meta.setdefault("deletionTimestamp", timestamp(now))
-    return {**pod, "metadata": meta}
+    def shown(self, pod: PodInfo) -> PodInfo:
+        """The pod as the core should see it: being evicted, it shows as terminating."""
+        if pod.terminating or pod.key not in self._asked:
+            return pod
+        return dataclasses.replace(pod, terminating=True)

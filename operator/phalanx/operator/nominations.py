@@ -11,7 +11,6 @@ lands, exactly as assumed pods are shown on their nodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from phalanx.core.result import CycleResult
@@ -28,10 +27,9 @@ class NominationBook:
         self._decided = {d.group: nominated_status(d.nomination)
                          for d in result.groups if not d.implicit and not d.held}
 
-    def overlay(self, groups: Iterable[Body]) -> list[Body]:
-        return [self._overlay_one(group) for group in groups]
-
-    def _overlay_one(self, group: Body) -> Body:
+    def shown(self, group: Body) -> Body:
+        """The group as the core should see it: `group` itself, or a copy holding what
+        was decided for it if the object does not show that yet."""
         key = object_key(group)
         if key not in self._decided:
             return group
@@ -39,7 +37,5 @@ class NominationBook:
         shown = (group.get("status") or {}).get("nominated")
         if not differs({"nominated": decided}, {"nominated": shown}):
             return group
-        # No resourceVersion: the parse memo must not hand back the object as listed.
-        meta = {k: v for k, v in group.get("metadata", {}).items() if k != "resourceVersion"}
         status = {**(group.get("status") or {}), "nominated": decided}
-        return {**group, "metadata": meta, "status": status}
+        return {**group, "status": status}

@@ -34,7 +34,7 @@ from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangWritten
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
-from phalanx.operator.cache_snapshot import ParseMemo, Unseen, take_snapshot
+from phalanx.operator.cache_snapshot import Unseen, take_snapshot
 from phalanx.operator.compose import (
     binding_failed_event,
     eviction_event,
@@ -97,7 +97,6 @@ class Scheduler:
         self.reports = Reports(self.writes, self.plans, self.core_config, self.metrics)
         self.workload_gangs = WorkloadGangs(self.writes)
         self.backoffs: dict[GroupKey, Backoff] = {}  # the last cycle's, for the next snapshot
-        self.memo = ParseMemo()
         self.cycles = 0
 
     async def cycle(self) -> CycleResult:
@@ -119,9 +118,8 @@ class Scheduler:
         self.evicting.expire(pods, now)
         await self._recover_plans(pods)
         pending_groups = self.workload_gangs.sync(self.cache)
-        self.memo.rotate()
         snapshot = take_snapshot(self.cache, self.assumed, self.settings.mode,
-                                 self.settings.namespaces, self.memo, self.backoffs,
+                                 self.settings.namespaces, self.backoffs,
                                  pending_groups, Unseen(self.evicting, self.nominations, now))
         result = run_cycle(snapshot, self.core_config, now)
         decided = self.clock() - now

@@ -7,7 +7,14 @@ from typing import Any
 
 from phalanx.core.backoff import Backoff
 from phalanx.core.errors import InvalidObject
-from phalanx.core.model import GroupInfo
+from phalanx.core.model import (
+    GroupInfo,
+    NodeInfo,
+    PodInfo,
+    PriorityClassInfo,
+    QueueInfo,
+    TopologySpec,
+)
 from phalanx.core.names import API_GROUP, GroupKey
 from phalanx.core.parse.group import parse_pod_group
 from phalanx.core.parse.label_levels import resolve_label_levels
@@ -31,10 +38,24 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
 Parser = Callable[[Mapping[str, Any]], object]
 
 
+def parse_object(obj: Mapping[str, Any], parsers: Mapping[str, Parser] = PARSERS) -> object:
+    """One object -> its core type; None for a kind the core does not read. Raises
+    InvalidObject for an object it cannot read. The one way every caller parses: a
+    snapshot of plain objects below, the operator's cache once per object version."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise InvalidObject("object", _name_of(obj), "kind", "missing")
+    parser = parsers.get(kind)
+    if parser is None:
+        if kind.endswith("List"):  # flatten() unpacks lists whose items are a list
+            raise InvalidObject(kind, _name_of(obj), "items", "expected a list")
+        return None
+    return parser(obj)
+
+
 def snapshot_from_objects(
     objects: Iterable[Mapping[str, Any]],
     strict: bool = False,
-    parsers: Mapping[str, Parser] = PARSERS,
     backoffs: Mapping[GroupKey, Backoff] | None = None,
     eviction_refused: Iterable[str] = (),
 ) -> Snapshot:
@@ -42,44 +63,56 @@ def snapshot_from_objects(
 
     With `strict` the first invalid object raises InvalidObject; otherwise invalid
     objects are skipped and listed in `Snapshot.invalid`, so one bad object never
-    stops a cycle. `parsers` lets a caller memoize the per-kind parsers. Afterwards
-    levels named by node labels are resolved and workload pods join their groups.
-    `backoffs` are the groups' backoffs from the previous cycle's decisions (state the
-    objects do not hold); `eviction_refused` are the pods whose eviction the API server
-    refused lately (a PodDisruptionBudget), which the objects do not show either.
+    stops a cycle. `backoffs` and `eviction_refused`: see `assemble_snapshot`.
     """
-    parsed: dict[str, list[Any]] = {kind: [] for kind in PARSERS}
+    parsed: list[object] = []
     invalid: list[InvalidObject] = []
     for obj in flatten(objects):
-        kind = obj.get("kind")
-        parser = parsers.get(kind) if isinstance(kind, str) else None
         try:
-            if not isinstance(kind, str) or not kind:
-                raise InvalidObject("object", _name_of(obj), "kind", "missing")
-            if parser is None:
-                if kind.endswith("List"):  # flatten() unpacks lists whose items are a list
-                    raise InvalidObject(kind, _name_of(obj), "items", "expected a list")
-                continue
-            parsed[kind].append(parser(obj))
+            parsed.append(parse_object(obj))
         except InvalidObject as error:
             if strict:
                 raise
             invalid.append(error)
+    return assemble_snapshot(parsed, invalid, backoffs, eviction_refused)
+
+
+def assemble_snapshot(
+    parsed: Iterable[object],
+    invalid: Iterable[InvalidObject] = (),
+    backoffs: Mapping[GroupKey, Backoff] | None = None,
+    eviction_refused: Iterable[str] = (),
+) -> Snapshot:
+    """Parsed objects (any order, None skipped) -> Snapshot: levels named by node labels
+    are resolved and workload pods join their groups. Nothing is parsed here, so a
+    caller that keeps parsed objects between cycles (the operator) only assembles.
+    `backoffs` are the groups' backoffs from the previous cycle's decisions (state the
+    objects do not hold); `eviction_refused` are the pods whose eviction the API server
+    refused lately (a PodDisruptionBudget), which the objects do not show either.
+    """
+    by_type: dict[type, list[Any]] = {kind: [] for kind in _TYPES}
+    for item in parsed:
+        if item is not None:
+            by_type[type(item)].append(item)
+    invalid = list(invalid)
     groups, topologies = resolve_label_levels(
-        _ours_first(parsed["PodGroup"]), parsed["NetworkTopology"]
+        _ours_first(by_type[GroupInfo]), by_type[TopologySpec]
     )
     known = {g.key for g in groups} | {GroupKey(e.name) for e in invalid if e.kind == "PodGroup"}
     return Snapshot(
-        nodes=tuple(parsed["Node"]),
-        pods=tuple(join_implied_groups(parsed["Pod"], known)),
+        nodes=tuple(by_type[NodeInfo]),
+        pods=tuple(join_implied_groups(by_type[PodInfo], known)),
         groups=groups,
-        queues=tuple(parsed["Queue"]),
+        queues=tuple(by_type[QueueInfo]),
         topologies=topologies,
-        priority_classes=tuple(parsed["PriorityClass"]),
+        priority_classes=tuple(by_type[PriorityClassInfo]),
         invalid=tuple(sorted(invalid, key=str)),
         backoffs=backoffs or {},
         eviction_refused=frozenset(eviction_refused),
     )
+
+
+_TYPES = (NodeInfo, PodInfo, GroupInfo, QueueInfo, TopologySpec, PriorityClassInfo)
 
 
 def _ours_first(groups: list[GroupInfo]) -> list[GroupInfo]:

@@ -1,0 +1,127 @@
+"""Cost of the operator's snapshot (cache -> core's Snapshot) at bench-5000's size.
+
+    python -m bench.snapshot [--nodes 5000] [--workload bench/workloads/e2e-5000.yaml]
+                             [--profile bench/results/snapshot-profile.txt]
+
+The cache holds the objects bench-5000's backlog puts in the cluster (5,000 kwok Nodes,
+1,700 PodGroups, 20,870 pending pods, as the API server returns them: uid,
+resourceVersion, creationTimestamp). Timed, as CPU time of this process, like the
+operator's loop takes them: the first snapshot (everything parsed), the next one with
+nothing changed, and one after a tenth of the pods were bound (a new resourceVersion each)
+while another tenth are assumed on nodes. `parses` counts the objects parsed by each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.e2e_workload import (
+    draw_gangs,
+    layout_description,
+    load_workload,
+    pod_group_object,
+    pod_object,
+)
+from phalanx.cluster.description import load_description, node_objects
+from phalanx.config.settings import Mode
+from phalanx.core.parse.objects import PARSERS
+from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.cache import ClusterCache, Kind, object_key
+from phalanx.operator.cache_snapshot import take_snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOAD = ROOT / "bench" / "workloads" / "e2e-5000.yaml"
+
+
+def cluster_objects(workload_path: Path, nodes: int | None) -> list[dict[str, Any]]:
+    workload = load_workload(workload_path)
+    template = load_description(ROOT / workload.cluster)
+    description = layout_description(nodes, template) if nodes else template
+    node_bodies = node_objects(description)
+    gpus = sum(int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in node_bodies)
+    objects: list[dict[str, Any]] = [*node_bodies]
+    for gang in draw_gangs(workload, gpus):
+        objects.append(pod_group_object(workload, gang))
+        objects += [pod_object(workload, gang, name, "phalanx") for name in gang.pod_names()]
+    for version, body in enumerate(objects, start=1):
+        meta = body["metadata"]
+        meta.update(uid=f"uid-{version}", resourceVersion=str(version),
+                    creationTimestamp="2026-12-01T00:00:00Z")
+        if body["kind"] == "Pod":
+            body["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+    return objects
+
+
+def counted(parses: list[int]) -> dict[str, Callable[[Any], object]]:
+    def count(parse: Callable[[Any], object]) -> Callable[[Any], object]:
+        def parse_counted(obj: Any) -> object:
+            parses[0] += 1
+            return parse(obj)
+        return parse_counted
+    return {kind: count(parse) for kind, parse in PARSERS.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workload", type=Path, default=WORKLOAD)
+    parser.add_argument("--nodes", type=int, default=None)
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="write a cProfile summary of the three snapshots here")
+    args = parser.parse_args(argv)
+    objects = cluster_objects(args.workload, args.nodes)
+    stores: dict[Kind, dict[str, list[Any]]] = {kind: {} for kind in Kind}
+    for body in objects:
+        kind = Kind.NODE if body["kind"] == "Node" else (
+            Kind.POD if body["kind"] == "Pod" else Kind.POD_GROUP)
+        stores[kind][object_key(body)] = [body]
+    parses = [0]
+    cache = ClusterCache(stores, counted(parses))
+    assumed = AssumedPods(30)
+    profile = cProfile.Profile() if args.profile else None
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line)
+        lines.append(line)
+
+    def timed(label: str) -> None:
+        parses[0] = 0
+        started = time.process_time()
+        if profile is not None:
+            profile.enable()
+        snapshot = take_snapshot(cache, assumed, Mode.BINDER)
+        if profile is not None:
+            profile.disable()
+        cpu_ms = (time.process_time() - started) * 1000
+        say(f"{label:<44} {cpu_ms:8.0f} ms CPU  {parses[0]:6d} parses  "
+            f"{len(snapshot.pods):6d} pods")
+
+    pods = list(stores[Kind.POD].values())
+    nodes = [object_key(n[0]) for n in stores[Kind.NODE].values()]
+    say(f"{len(nodes)} nodes, {len(pods)} pods, {len(stores[Kind.POD_GROUP])} PodGroups")
+    timed("first snapshot (everything parsed)")
+    timed("next snapshot, nothing changed")
+    tenth = len(pods) // 10
+    for i, entry in enumerate(pods[:tenth]):  # bound: the watch brings a new version
+        body = entry[0]
+        entry[0] = {**body, "spec": {**body["spec"], "nodeName": nodes[i % len(nodes)]},
+                    "metadata": {**body["metadata"], "resourceVersion": f"b{i}"}}
+    for i, entry in enumerate(pods[tenth:2 * tenth]):
+        assumed.assume(object_key(entry[0]), nodes[-1 - i % len(nodes)])
+    timed("a tenth bound, a tenth assumed")
+    if profile is not None and args.profile is not None:
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(30)
+        command = f"python -m bench.snapshot --profile {args.profile}"
+        args.profile.write_text("\n".join([command, "", *lines, "", out.getvalue()]))
+
+
+if __name__ == "__main__":
+    main()
