@@ -1,12 +1,14 @@
-"""A node running part of a gang fails (NotReady, or a NoExecute taint): the
-PodGroup gets an Event naming the node, the gang's replacement pod goes to the same rack
+"""A node running part of a gang fails (NotReady, a NoExecute taint, or deleted): the
+PodGroup gets one Event naming the node, the gang's replacement pod goes to the same rack
 when the rack has room, and a gang that cannot be made whole within its timeout is released
 (its pods with a controller deleted) with an Event saying why.
 
-The local cluster runs no node lifecycle controller, so the test does what it would: after
-the node fails, the pods on it are deleted (eviction), and the gang's controller makes a
-replacement (here the test creates it). The gang's nodes are a pool of this test's own
-(tainted so that no other test's pods land there), in a NetworkTopology of its own.
+The local cluster runs neither the node lifecycle controller nor the pod garbage collector,
+so the test does what they would: after the node fails (or is deleted), the pods on it are
+deleted (eviction; for a deleted node, the pod GC's removal of orphaned pods), and the
+gang's controller makes a replacement (here the test creates it). The gang's nodes are a
+pool of this test's own (tainted so that no other test's pods land there), in a
+NetworkTopology of its own.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.e2e
 RACK = "test.phalanx.io/rack"
 POOL = "test.phalanx.io/pool"
 SHAPE = NodeShape()
-FAILURES = ("NotReady", "NoExecute")  # a deleted node: core.node_loss unit test only
+FAILURES = ("NotReady", "NoExecute", "deleted")
 
 
 def pool_nodes(namespace: str, racks: int, per_rack: int) -> list[dict[str, Any]]:
@@ -160,8 +162,9 @@ async def test_a_replacement_joins_the_gang_in_its_rack_and_the_failed_node_is_n
     assert "of this gang failed" in message, message
 
 
+@pytest.mark.parametrize("how", FAILURES)
 async def test_a_gang_that_cannot_be_made_whole_is_released_and_says_why(
-    phalanx: Operator, cluster: LocalCluster, namespace: str, pool: dict[str, Any]
+    phalanx: Operator, cluster: LocalCluster, namespace: str, pool: dict[str, Any], how: str
 ) -> None:
     topology = {"networkTopology": namespace, "required": "rack"}
     objects = [podgroup("full", 3, topology=topology, scheduleTimeoutSeconds=1),
@@ -176,7 +179,7 @@ async def test_a_gang_that_cannot_be_made_whole_is_released_and_says_why(
     first = await eventually(placed)
     assert len({rack_of(n) for n in first.values()}) == 1  # the whole rack
     failed = first["full-2"]
-    await asyncio.to_thread(fail_node, cluster, failed, "NoExecute")
+    await asyncio.to_thread(fail_node, cluster, failed, how)
     await apply(cluster, [member("full-2b", "full", namespace, pool["owner"])], namespace)
 
     async def released() -> list[str]:

@@ -297,14 +297,17 @@ def failed_scheduling_event(pod: Body, message: str) -> Event:
 def node_failed_event(
     group: Body, lost: tuple[LostNode, ...], decision: GroupDecision, placed: Sequence[Body]
 ) -> Event:
-    """On a PodGroup whose placement includes a failed node (deleted, NotReady, NoExecute)."""
+    """On a PodGroup whose placement includes a failed node (deleted, NotReady, NoExecute):
+    once per set of failed nodes, not again as its pods are evicted and replaced or as a
+    node's state moves on (NotReady, then tainted)."""
     working = sum(1 for p in placed if p.get("spec", {}).get("nodeName") not in
                   {n.node for n in lost})
     return Event(
         group, "Warning", "NodeFailed",
         f"{lost_message(lost)} of this gang failed; {working} of {decision.min_member} pods "
         "run on working nodes; replacement pods go next to the rest when there is room, "
-        "otherwise the gang is released after its timeout", topic="node-failed")
+        "otherwise the gang is released after its timeout", topic="node-failed",
+        about=",".join(n.node for n in lost))
 
 
 def group_deleted_event(pod: Body, group: str, bound: int, pods: int, node: str | None) -> Event:

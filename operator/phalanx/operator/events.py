@@ -1,7 +1,10 @@
 """Kubernetes Events on PodGroups, one per change of what is being said.
 
 An unschedulable group would otherwise get the same Event every cycle; the recorder
-remembers the last (reason, message) per object and topic and stays quiet while it holds.
+remembers the last (reason, what is said) per object and topic and stays quiet while it holds.
+What is said is the message, or `about` when the message carries numbers that move while
+the cause stays (a gang's working pods after a node failed): a new Event per cause, not per
+number.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class Event:
     reason: str
     message: str
     topic: str = ""  # events of one topic replace each other for deduplication
+    about: str = ""  # the cause, for deduplication, when the message has moving numbers
 
 
 class EventRecorder:
@@ -43,7 +47,7 @@ class EventRecorder:
     def should_post(self, event: Event) -> bool:
         uid = str(event.involved.get("metadata", {}).get("uid"))
         key = (uid, event.topic or event.reason)
-        said = (event.reason, event.message)
+        said = (event.reason, event.about or event.message)
         if self._last.get(key) == said:
             return False
         self._last[key] = said
