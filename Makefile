@@ -6,12 +6,13 @@ export PATH := $(LOCAL)/bin:$(PATH)
 export KUBECONFIG := $(LOCAL)/kubeconfig
 CLUSTER ?= examples/clusters/small.yaml
 CLUSTER_ARGS ?=
+DEMO_ARGS ?=
 
 .PHONY: help install tools controllers cluster-up cluster-down run demo test test-unit test-e2e \
         lint bench bench-core bench-sim bench-e2e bench-e2e-5000 bench-smoke chaos clean
 
 help:
-	@echo "make run     build what is missing, start the local cluster, the operator and a demo"
+	@echo "make run     build what is missing, start the local cluster, workload controllers, the operator and a demo"
 	@echo "make test    lint, unit tests and end-to-end tests on a real kube-apiserver + kwok"
 	@echo "make tools   build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (cached)"
 	@echo "make bench   simulator and end-to-end benchmarks (minutes)"
@@ -34,10 +35,10 @@ cluster-down:
 	@$(PYTHON) -m phalanx cluster down
 
 run: install tools
-	@$(PYTHON) -m phalanx.demo --interactive --cluster $(CLUSTER)
+	@$(PYTHON) -m phalanx.demo --interactive --cluster $(CLUSTER) $(DEMO_ARGS)
 
 demo: install tools
-	@$(PYTHON) -m phalanx.demo --cluster $(CLUSTER)
+	@$(PYTHON) -m phalanx.demo --cluster $(CLUSTER) $(DEMO_ARGS)
 
 lint: install
 	$(PYTHON) -m ruff check operator tests bench

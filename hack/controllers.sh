@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Build the workload controllers the integration tests run against (JobSet, LeaderWorkerSet,
-# Kubeflow Trainer) from their Go modules, pinned, into a cache outside the checkout, and link
+# Kubeflow Trainer v2 and training-operator v1) from their Go modules, pinned, into a cache
+# outside the checkout, and link
 # them into .local/bin; their CRDs and webhook configurations (and Trainer's runtimes) are
 # copied from the module's own manifests into .local/controllers/NAME.
 #
-#   bash hack/controllers.sh [jobset] [lws] [trainer]     (default: all three)
+#   bash hack/controllers.sh [jobset] [lws] [trainer] [training-operator]   (default: all four)
 #
 # Each is built inside its own module, with its own go.mod and go.sum, as its authors build
 # it. The end-to-end fixtures call this script for the controller a test needs, so only the
@@ -14,6 +15,7 @@ set -euo pipefail
 JOBSET_VERSION="${JOBSET_VERSION:-v0.11.1}"
 LWS_VERSION="${LWS_VERSION:-v0.8.0}"
 TRAINER_VERSION="${TRAINER_VERSION:-v2.2.0}"
+TRAINING_OPERATOR_VERSION="${TRAINING_OPERATOR_VERSION:-v1.8.1}"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_ROOT="${PHALANX_TOOLS_CACHE_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/phalanx}"
@@ -62,7 +64,7 @@ build() {
 }
 
 command -v go >/dev/null || { echo "Go is needed to build the controllers" >&2; exit 1; }
-[ $# -gt 0 ] || set -- jobset lws trainer
+[ $# -gt 0 ] || set -- jobset lws trainer training-operator
 for wanted in "$@"; do
   case "$wanted" in
     jobset) build jobset sigs.k8s.io/jobset "$JOBSET_VERSION" . config/components/crd/bases \
@@ -73,7 +75,10 @@ for wanted in "$@"; do
                cmd/trainer-controller-manager manifests/base/crds \
                "manifests/base/webhook/manifests.yaml" \
                "manifests/base/runtimes/torch_distributed.yaml" ;;
-    *) echo "unknown controller $wanted (jobset, lws, trainer)" >&2; exit 2 ;;
+    training-operator) build training-operator github.com/kubeflow/training-operator \
+                         "$TRAINING_OPERATOR_VERSION" cmd/training-operator.v1 manifests/base/crds \
+                         "manifests/base/webhook/manifests.yaml" ;;
+    *) echo "unknown controller $wanted (jobset, lws, trainer, training-operator)" >&2; exit 2 ;;
   esac
 done
 log "controllers ready: $* (linked into .local/bin, manifests in .local/controllers)"

@@ -2,6 +2,8 @@
 
 - `jobset_controller`: JobSet (sigs.k8s.io/jobset) with its CRDs and webhooks.
 - `lws_controller`: LeaderWorkerSet (sigs.k8s.io/lws) with its CRDs and webhooks.
+- `training_operator`: Kubeflow training-operator v1 (github.com/kubeflow/training-operator:
+  PyTorchJob, TFJob, ...) with its CRDs and webhooks.
 - `jobset_crds`: the folder of JobSet's CRDs (built, not installed, no controller run).
 - `kubeflow_controller`: Kubeflow Trainer v2 (github.com/kubeflow/trainer/v2: TrainJob runs as
   a JobSet, so JobSet runs too) with its CRDs, webhooks and the `torch-distributed`
@@ -32,6 +34,7 @@ BUILDS = {
     "lws_controller": ("lws",),
     "kubeflow_controller": ("jobset", "trainer"),
     "jobset_crds": ("jobset",),
+    "training_operator": ("training-operator",),
 }
 
 
@@ -70,3 +73,8 @@ def kubeflow_controller(cluster: LocalCluster, jobset_controller: Running) -> It
 @pytest.fixture(scope="session")
 def jobset_crds() -> Path:
     return workload_controllers.manifests("jobset") / "crds"
+
+
+@pytest.fixture(scope="session")
+def training_operator(cluster: LocalCluster) -> Iterator[Running]:
+    yield from running_controller(cluster, "training-operator")

@@ -1,9 +1,12 @@
 """`python -m phalanx.demo [--interactive] --cluster FILE`: cluster, operator, demo gangs.
 
-Starts the local control plane (or reuses one `phalanx cluster up` left running), runs
-`phalanx operator` as a subprocess, applies examples/demo/ into namespace `demo`, and
-shows `kubectl get pg` until every group reached what its `demo.phalanx.io/expect`
-annotation says (Running with all pods on nodes, or Pending with a reason).
+Starts the local control plane (or reuses one `phalanx cluster up` left running), the real
+JobSet, LeaderWorkerSet, Kubeflow Trainer (v2) and training-operator (v1) controllers on it
+(built by hack/controllers.sh the first time, and run as the end-to-end tests run them, so
+that the files of examples/workloads/ apply; `--no-controllers` skips them), runs
+`phalanx operator` as a subprocess, applies examples/demo/ into namespace `demo`, and shows
+`kubectl get pg` until every group reached what its `demo.phalanx.io/expect` annotation
+says (Running with all pods on nodes, or Pending with a reason).
 Interactive: keeps refreshing until Ctrl-C. Otherwise: exits 0 once the state is
 reached, 1 on timeout. Everything it started is stopped on the way out.
 """
@@ -21,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from phalanx.cluster import LocalCluster, load_description
+from phalanx.cluster import LocalCluster, load_description, workload_controllers
 from phalanx.cluster.description import repository_root
 from phalanx.core.names import group_name
 
@@ -39,6 +42,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kubeconfig", type=Path, default=root / ".local/kubeconfig")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--refresh", type=float, default=2.0)
+    parser.add_argument("--no-controllers", dest="controllers", action="store_false",
+                        help="do not start the workload controllers (JobSet, LWS, Kubeflow)")
     return parser.parse_args(argv)
 
 
@@ -74,6 +79,7 @@ class Demo:
         self.cluster: LocalCluster | None = None
         self.owned_cluster = False
         self.operator: subprocess.Popen[bytes] | None = None
+        self.controllers: list[workload_controllers.Running] = []
 
     def start(self) -> None:
         args = self.args
@@ -92,6 +98,11 @@ class Demo:
             names = self.cluster.prepare(load_description(args.cluster))
             print(f"{len(names)} kwok nodes Ready; CRDs and NetworkTopology installed")
         self.cluster.install_crds()
+        if args.controllers:
+            print("starting the JobSet, LeaderWorkerSet, Kubeflow Trainer and training-operator "
+                  "controllers (hack/controllers.sh builds them the first time: minutes) ...")
+            self.controllers = workload_controllers.start_missing(self.cluster)
+            print("controllers running: " + ", ".join(workload_controllers.ALL))
         log = args.run_dir / "operator.log"
         print(f"starting the operator (log: {log})")
         self.operator = subprocess.Popen(
@@ -144,6 +155,9 @@ class Demo:
             except subprocess.TimeoutExpired:
                 os.killpg(self.operator.pid, signal.SIGKILL)
                 self.operator.wait()
+        if self.cluster is not None and not self.owned_cluster:
+            for running in reversed(self.controllers):  # a cluster we only borrowed
+                workload_controllers.stop(self.cluster, running)
         if self.cluster is not None and self.owned_cluster:
             self.cluster.stop()
         print("stopped")

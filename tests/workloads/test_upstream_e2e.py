@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from gang_checks import (
     LEAF,
-    apply_example,
     bound,
     condition,
     event_reasons,
@@ -125,19 +124,6 @@ def test_pg_and_the_full_name_reach_phalanx_podgroups_when_the_built_in_kind_is_
         assert [i["metadata"]["name"] for i in listed] == ["ours"], spelling
     listed = get_json(cluster, "podgroups", "-n", namespace)["items"]
     assert [i["metadata"]["name"] for i in listed] == ["theirs"]
-
-
-def test_the_workload_api_demos_run_as_gangs(
-    workload_api_cluster: LocalCluster, upstream_namespace: str, phalanx_upstream: Operator
-) -> None:
-    cluster, namespace = workload_api_cluster, upstream_namespace
-    apply_example(cluster, namespace, "podgroup-upstream.yaml")
-    apply_example(cluster, namespace, "job-workload-api.yaml")
-    assert eventually(lambda: scheduled(cluster, namespace, "pair").get("status") == "True")
-    pair = [p for p in pods(cluster, namespace) if p["metadata"]["name"].startswith("pair-")]
-    assert len(racks(cluster, bound(pair))) == 1 and len(bound(pair)) == 2
-    job = "batch.kubernetes.io/job-name=train-upstream"
-    assert eventually(lambda: len(bound(pods(cluster, namespace, job))) == 4, 90)
 
 
 def test_a_basic_podgroup_places_its_pods_one_by_one_inside_its_topology_key(

@@ -24,6 +24,7 @@ The process is recorded in the cluster's run directory, so `LocalCluster.stop` e
 from __future__ import annotations
 
 import base64
+import shutil
 import subprocess
 import time
 import urllib.request
@@ -45,8 +46,22 @@ CERT_SUBDIR = Path("k8s-webhook-server") / "serving-certs"  # controller-runtime
 
 
 @dataclass(frozen=True)
+class Rotator:
+    """A certificate rotator that cannot be turned off (Kubeflow training-operator v1's,
+    open-policy-agent/cert-controller): it needs its Secret to exist, and reports ready
+    only once a file exists at `cert_dir`/tls.crt, a path compiled in. It injects its CA
+    only into a webhook configuration of its own name, which is never created here, so
+    the webhooks keep the loopback certificate they are registered with."""
+
+    namespace: str  # its MY_POD_NAMESPACE
+    secret: str
+    cert_dir: Path
+
+
+@dataclass(frozen=True)
 class Kind:
-    """What differs between the controllers: their configuration file's API and shape."""
+    """What differs between the controllers: their configuration file's API and shape
+    (`config_api` empty: configured by flags only, as training-operator v1 is)."""
 
     name: str  # as hack/controllers.sh names it
     config_api: str
@@ -55,9 +70,10 @@ class Kind:
     flags: tuple[str, ...] = ()
     webhook_cert_dir: bool = True  # whether its configuration names the certificate folder
     status_server: bool = False
+    rotator: Rotator | None = None
 
 
-ALL = ("jobset", "lws", "trainer")  # what `make run` starts, in order (Trainer needs JobSet)
+ALL = ("jobset", "lws", "trainer", "training-operator")  # `make run` starts these, in order
 
 KINDS = {
     "jobset": Kind("jobset", "config.jobset.x-k8s.io/v1alpha1", "internalCertManagement"),
@@ -71,6 +87,13 @@ KINDS = {
     "trainer": Kind(
         "trainer", "config.trainer.kubeflow.org/v1alpha1", "certManagement",
         requires=("jobset",), webhook_cert_dir=False, status_server=True,
+    ),
+    # Kubeflow training-operator v1 (PyTorchJob, TFJob, ...): flags only; its webhook
+    # server reads controller-runtime's default folder under $TMPDIR.
+    "training-operator": Kind(
+        "training-operator", "", "", webhook_cert_dir=False,
+        rotator=Rotator("kubeflow", "training-operator-webhook-cert",
+                        Path("/tmp/k8s-webhook-server/serving-certs")),
     ),
 }
 
@@ -109,15 +132,22 @@ def start(cluster: LocalCluster, name: str, timeout: float = 120.0) -> Running:
     work = cluster.run_dir / "controllers" / name
     certs = pki.write_loopback_serving(work / "tmp" / CERT_SUBDIR, name)
     webhook_port, metrics_port, health_port, status_port = free_ports(4)
-    config = work / "config.yaml"
-    config.write_text(yaml.safe_dump(configuration(
-        kind, webhook_port, metrics_port, health_port, status_port, certs.cert.parent
-    ), sort_keys=False))
+    env = {"KUBECONFIG": str(cluster.internal_kubeconfig), "TMPDIR": str(work / "tmp")}
+    if kind.config_api:
+        config = work / "config.yaml"
+        config.write_text(yaml.safe_dump(configuration(
+            kind, webhook_port, metrics_port, health_port, status_port, certs.cert.parent
+        ), sort_keys=False))
+        arguments = [f"--config={config}"]
+    else:
+        arguments = [f"--webhook-server-port={webhook_port}",
+                     f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+                     f"--health-probe-bind-address=127.0.0.1:{health_port}"]
+    if kind.rotator is not None:
+        env["MY_POD_NAMESPACE"] = kind.rotator.namespace
+        _prepare_rotator(cluster, kind.rotator, certs.cert)
     started = cluster.spawn(
-        name,
-        [str(ROOT / ".local" / "bin" / name), f"--config={config}", *kind.flags],
-        env={"KUBECONFIG": str(cluster.internal_kubeconfig),
-             "TMPDIR": str(work / "tmp")},
+        name, [str(ROOT / ".local" / "bin" / name), *arguments, *kind.flags], env=env,
     )
     try:
         _wait_ready(started, health_port, timeout)
@@ -145,6 +175,21 @@ def start_missing(cluster: LocalCluster, names: Iterable[str] = ALL) -> list[Run
     left running keeps its controllers); returns the ones started here, in order."""
     running = cluster.pids()
     return [start(cluster, name) for name in names if name not in running]
+
+
+def _prepare_rotator(cluster: LocalCluster, rotator: Rotator, cert: Path) -> None:
+    """Its namespace and (empty) Secret, and a file where it looks for one: it only checks
+    that the file exists (the webhook server reads ours from $TMPDIR); an existing one,
+    another run's, is left alone."""
+    cluster.apply([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": rotator.namespace}},
+        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+         "metadata": {"name": rotator.secret, "namespace": rotator.namespace}},
+    ])
+    rotator.cert_dir.mkdir(parents=True, exist_ok=True)
+    target = rotator.cert_dir / "tls.crt"
+    if not target.exists():
+        shutil.copyfile(cert, target)
 
 
 def stop(cluster: LocalCluster, running: Running) -> None:
