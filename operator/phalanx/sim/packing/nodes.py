@@ -88,7 +88,8 @@ class PackCluster:
 
     def full_devices(self) -> IntArray:
         """Fully free devices per node."""
-        return np.count_nonzero(self.dev_free == DEVICE_MILLI, axis=1).astype(np.int64)
+        full: IntArray = np.count_nonzero(self.dev_free == DEVICE_MILLI, axis=1).astype(np.int64)
+        return full
 
     def feasible(self, pod: PackPod) -> BoolArray:
         """Nodes where the pod fits: cpu, memory, GPU model and devices."""
@@ -97,7 +98,8 @@ class PackCluster:
             return ok
         ok &= self.allowed(pod.models)
         if pod.fractional:
-            return ok & np.any(self.dev_free >= pod.gpu_milli, axis=1)
+            room: BoolArray = ok & np.any(self.dev_free >= pod.gpu_milli, axis=1)
+            return room
         return ok & (self.full_devices() >= pod.gpus)
 
     def fits(self, node: int, pod: PackPod, devices: Sequence[int]) -> bool:

@@ -49,7 +49,8 @@ class PackingResult:
         """The paper's figure at `percent` arrived demand (neighbouring buckets if empty)."""
         if percent in self.allocation_at:
             return self.allocation_at[percent]
-        near = [self.allocation_at[p] for p in (percent - 1, percent + 1) if p in self.allocation_at]
+        at = self.allocation_at
+        near = [at[p] for p in (percent - 1, percent + 1) if p in at]
         return sum(near) / len(near) if near else self.allocation
 
 

@@ -68,7 +68,8 @@ class Fgd:
         """Every node's fragmentation now, recomputed only for nodes changed since last call."""
         dev, cpu = cluster.dev_free, cluster.cpu_free
         if self._seen is None or len(self._seen[2]) != len(cpu):
-            self._seen = (dev.copy(), cpu.copy(), self.fragmentation(dev, cpu, self.access(cluster)))
+            whole = self.fragmentation(dev, cpu, self.access(cluster))
+            self._seen = (dev.copy(), cpu.copy(), whole)
         seen_dev, seen_cpu, frag = self._seen
         changed = np.flatnonzero((dev != seen_dev).any(axis=1) | (cpu != seen_cpu))
         if len(changed):
@@ -82,7 +83,8 @@ class Fgd:
         nodes = np.flatnonzero(cluster.feasible(pod))
         if len(nodes) == 0:
             return None
-        dev, cpu, access = cluster.dev_free[nodes], cluster.cpu_free[nodes], self.access(cluster)[nodes]
+        dev, cpu = cluster.dev_free[nodes], cluster.cpu_free[nodes]
+        access = self.access(cluster)[nodes]
         before = self.current(cluster)[nodes]
         if pod.fractional:
             rows, devs = np.nonzero((dev >= pod.gpu_milli) & ~_repeated(dev))

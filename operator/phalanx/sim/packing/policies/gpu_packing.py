@@ -1,4 +1,4 @@
-"""GPU Packing, the paper's baseline (`GpuPackingScore` of hkust-adsl/kubernetes-scheduler-simulator).
+"""GPU Packing, the paper's baseline (`GpuPackingScore`, hkust-adsl/kubernetes-scheduler-simulator).
 
 From high to low: a node whose partly used GPUs take the pod (100 - free tenths of those
 GPUs, at least 50); a partly used node whose fully free GPUs the pod must take (50 - GPUs
