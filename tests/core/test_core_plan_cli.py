@@ -44,7 +44,8 @@ def test_json_output_on_the_example(capsys: pytest.CaptureFixture[str]) -> None:
         b["node"] for b in document["bindings"] if b["pod"].startswith("ml/llm-finetune")
     }
     assert len(finetune_nodes) == 1  # two 2-GPU pods packed on one node of one rack
-    assert {"pod": "ml/notebook", "node": "node-a1"} in document["bindings"]
+    notebook = {"pod": "ml/notebook", "node": "node-a1", "devices": [{"index": 6, "fraction": 1.0}]}
+    assert notebook in document["bindings"]
 
 
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,7 +73,43 @@ spec:
     monkeypatch.setattr("sys.stdin", io.StringIO(text))
     code, out, _ = run(capsys, "-f", "-", "-o", "json")
     assert code == 0
-    assert json.loads(out)["bindings"] == [{"pod": "ns/p", "node": "n1"}]
+    devices = [{"index": 0, "fraction": 1.0}, {"index": 1, "fraction": 1.0}]
+    assert json.loads(out)["bindings"] == [{"pod": "ns/p", "node": "n1", "devices": devices}]
+
+
+SHARED = """
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {nvidia.com/gpu: "2", cpu: "8", pods: "10"}}
+---
+kind: Pod
+metadata: {name: busy, namespace: ns, annotations: {scheduling.phalanx.io/gpu-index: "1"}}
+spec:
+  schedulerName: phalanx
+  nodeName: n1
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+status: {phase: Running}
+---
+kind: Pod
+metadata: {name: quarter, namespace: ns, annotations: {scheduling.phalanx.io/gpu-fraction: "0.25"}}
+spec:
+  schedulerName: phalanx
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_plan_shows_the_gpu_devices_each_pod_takes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(SHARED))
+    code, out, _ = run(capsys, "-f", "-", "-o", "json")
+    assert code == 0
+    devices = [{"index": 0, "fraction": 0.25}]
+    assert json.loads(out)["bindings"] == [{"pod": "ns/quarter", "node": "n1", "devices": devices}]
+    monkeypatch.setattr("sys.stdin", io.StringIO(SHARED))
+    code, out, _ = run(capsys, "-f", "-")
+    rows = [line.split() for line in out.splitlines()]
+    assert ["ns/quarter", "n1", "0:0.25", "ns/quarter"] in rows
 
 
 @pytest.mark.parametrize(

@@ -72,3 +72,21 @@ async def test_gated_pods_are_pinned_and_ungated_instead_of_bound():
     patches = [(p, b) for m, p, b in api.calls if m == "PATCH" and p.endswith("/pods/a")]
     assert len(patches) == 1 and api.paths("POST") == []
     assert patches[0][1]["spec"]["schedulingGates"] is None
+
+
+async def test_gpu_devices_are_written_with_the_bind_and_the_ungate_and_assumed():
+    """Crash-consistent: the devices ride on the same write that places the pod (the API
+    server copies a Binding's annotations onto the pod), and the assumed pod shows them."""
+    from phalanx.core.parse import parse_pod
+
+    api, assumed = FakeApi(), AssumedPods(60)
+    pods = {"ns/a": pod("a", containers=[]), "ns/b": pod("b", gated=True, containers=[])}
+    outcome = await GangBinder(api, assumed, 4).place_gang(
+        "ns/g", {"ns/a": "n1", "ns/b": "n2"}, pods, devices={"ns/a": "3", "ns/b": "0,1"})
+    assert sorted(outcome.placed) == ["ns/a", "ns/b"]
+    written = {path.split("/pods/")[1].split("/")[0]: body for _, path, body in api.calls}
+    index = "scheduling.phalanx.io/gpu-index"
+    assert written["a"]["metadata"]["annotations"] == {index: "3"}
+    assert written["b"]["metadata"]["annotations"] == {index: "0,1"}
+    shown = [assumed.shown(parse_pod(p)) for p in pods.values()]
+    assert [(p.node_name, p.gpu_devices) for p in shown] == [("n1", (3,)), ("n2", (0, 1))]

@@ -56,3 +56,11 @@ def test_ungated_pods_count_as_placed():
             "ns/c": pod("c", node="n3")}
     result = resolve(PLAN, pods, {"n1", "n2", "n3"})
     assert result.action is LeftoverAction.FINISH and result.remaining == {"ns/b": "n2"}
+
+
+def test_a_plan_keeps_the_gpu_devices_of_its_pods_through_the_status():
+    plan = Plan("p2", {"ns/a": "n1", "ns/b": "n1"}, {"ns/a": "3", "ns/b": "0,1"})
+    assert decode_plan(podgroup(status={"plan": plan.status()})) == plan
+    patch = PLAN.status(replacing=plan.status())
+    assert patch["devices"] == {"ns/a": None, "ns/b": None}  # merge patch: nulled
+    assert "devices" not in PLAN.status()

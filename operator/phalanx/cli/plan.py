@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 
 from phalanx.core.cycle import run_cycle
+from phalanx.core.device_choice import DEVICE
 from phalanx.core.errors import InvalidObject
 from phalanx.core.parse import snapshot_from_objects
-from phalanx.core.result import CycleResult
+from phalanx.core.result import Binding, CycleResult
 from phalanx.core.snapshot import Snapshot
 
 INVALID_INPUT = 2
@@ -87,7 +88,12 @@ def _read(filename: str) -> str:
 
 def to_json(result: CycleResult) -> str:
     document: dict[str, Any] = {
-        "bindings": [{"pod": b.pod, "node": b.node} for b in result.bindings],
+        "bindings": [
+            {"pod": b.pod, "node": b.node, "devices": [
+                {"index": d.index, "fraction": d.fraction} for d in b.devices
+            ]}
+            for b in result.bindings
+        ],
         "groups": [
             {
                 "group": g.group,
@@ -112,8 +118,8 @@ def to_table(result: CycleResult) -> str:
         (g.group, str(g.scheduled).lower(), str(g.placed), str(g.reason), g.message)
         for g in result.groups
     ]
-    bindings = [("POD", "NODE", "GROUP")]
-    bindings += [(b.pod, b.node, b.group) for b in result.bindings]
+    bindings = [("POD", "NODE", "GPUS", "GROUP")]
+    bindings += [(b.pod, b.node, _devices(b), b.group) for b in result.bindings]
     text = _columns(groups) + "\n\n" + _columns(bindings)
     if result.evictions:
         evictions = [("EVICT", "GROUP", "REASON", "PREEMPTOR")]
@@ -122,6 +128,14 @@ def to_table(result: CycleResult) -> str:
         ]
         text += "\n\n" + _columns(evictions)
     return text
+
+
+def _devices(binding: Binding) -> str:
+    """GPU devices as `0,1` (whole) or `3:0.25` (part of device 3); `-` for none."""
+    parts = [
+        str(d.index) if d.milli == DEVICE else f"{d.index}:{d.fraction:g}" for d in binding.devices
+    ]
+    return ",".join(parts) or "-"
 
 
 def _columns(rows: Sequence[tuple[str, ...]]) -> str:

@@ -266,7 +266,7 @@ def _decide(
         priority=work.priority,
         counts=work.counts,
         on_nodes=_on_nodes(work) + len(outcome.bound),
-        implicit=work.group is None and work.problem is None,
+        implicit=work.single,
         nomination=None if scheduled else nomination,
     )
 

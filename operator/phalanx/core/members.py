@@ -39,6 +39,7 @@ class GroupWork:
     counts: PodCounts
     problem: Problem | None = None
     pods: GroupPods | None = None
+    single: bool = False  # a pod of ours that names no group: a group of one
 
     @property
     def gang(self) -> tuple[PodInfo, ...]:
@@ -91,6 +92,7 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
             counts, _missing_group(index, key), pods,
         )  # fmt: skip
     gang, extras, problem = _split_gang(group, pods.running, pods.waiting)
+    problem = _invalid_pod(pods.waiting) or problem
     if not pods.running and not pods.waiting and (counts.succeeded or counts.failed):
         message = f"all pods finished: {counts.succeeded} succeeded, {counts.failed} failed"
         problem = Problem(StatusCode.SUCCESS, Reason.FINISHED, message)
@@ -121,7 +123,18 @@ def _missing_group(index: ClusterIndex, key: GroupKey) -> Problem:
     return Problem(StatusCode.UNSCHEDULABLE, Reason.GROUP_NOT_FOUND, message)
 
 
+def _invalid_pod(waiting: tuple[PodInfo, ...]) -> Problem | None:
+    """A waiting pod that cannot be placed as written stops its whole gang (placing the
+    others would start a gang that cannot complete), and the message names it."""
+    for pod in waiting:
+        if pod.invalid:
+            message = f"pod {pod.name}: {pod.invalid}"
+            return Problem(StatusCode.ERROR, Reason.INVALID_SPEC, message)
+    return None
+
+
 def _single_work(index: ClusterIndex, key: GroupKey, pod: PodInfo) -> GroupWork:
+    problem = _invalid_pod((pod,))
     return GroupWork(
         key=key,
         group=None,
@@ -133,8 +146,10 @@ def _single_work(index: ClusterIndex, key: GroupKey, pod: PodInfo) -> GroupWork:
         running=(),
         waiting=(pod,),
         shapes=shapes_of((pod,)),
-        mandatory=1,
+        mandatory=0 if problem else 1,
         counts=PodCounts(pending=1),
+        problem=problem,
+        single=True,
     )
 
 

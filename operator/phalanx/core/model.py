@@ -124,6 +124,8 @@ class PodInfo:
     part then depends on the node's GPU memory); such a pod has no nvidia.com/gpu in
     `requests`, which stays the whole-GPU request. `gpu_devices`: the device indices a
     pod on a node holds, as written on it (annotation scheduling.phalanx.io/gpu-index).
+    `invalid`: why the pod cannot be placed as written (e.g. a GPU fraction of 1.5),
+    "" when it can; its group is not placed and says so.
     """
 
     namespace: str
@@ -147,6 +149,7 @@ class PodInfo:
     gpu_milli: int = 0
     gpu_memory: int = 0
     gpu_devices: tuple[int, ...] = ()
+    invalid: str = ""
 
     @property
     def key(self) -> PodKey:

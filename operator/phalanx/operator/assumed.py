@@ -12,14 +12,19 @@ import math
 from collections.abc import Mapping
 
 from phalanx.core.model import PodInfo
+from phalanx.core.parse.gpu_share import parse_gpu_index
 from phalanx.core.snapshot import bound_on
 from phalanx.operator.cache import Body
 
 
 @dataclasses.dataclass(frozen=True)
 class Assumption:
+    """`devices`: the GPU devices chosen for the pod (the gpu-index annotation's text,
+    "" for none), shown on the assumed pod so the next cycle counts them as held."""
+
     node: str
     expires: float
+    devices: str = ""
 
 
 class AssumedPods:
@@ -37,17 +42,20 @@ class AssumedPods:
         entry = self._pods.get(pod_key)
         return entry.node if entry else None
 
-    def assume(self, pod_key: str, node: str, now: float | None = None) -> None:
-        """Hold the pod on `node`; without `now` (its write not answered yet) it never
-        expires: a long queue of writes must not let the next cycle place it again."""
+    def assume(
+        self, pod_key: str, node: str, now: float | None = None, devices: str = ""
+    ) -> None:
+        """Hold the pod on `node` (and its GPU `devices`); without `now` (its write not
+        answered yet) it never expires: a long queue of writes must not let the next
+        cycle place it again."""
         expires = math.inf if now is None else now + self._ttl
-        self._pods[pod_key] = Assumption(node, expires)
+        self._pods[pod_key] = Assumption(node, expires, devices)
 
     def written(self, pod_key: str, now: float) -> None:
         """The pod's write was accepted: the watch should show it within the TTL."""
         entry = self._pods.get(pod_key)
         if entry is not None:
-            self._pods[pod_key] = Assumption(entry.node, now + self._ttl)
+            self._pods[pod_key] = Assumption(entry.node, now + self._ttl, entry.devices)
 
     def forget(self, pod_key: str) -> None:
         self._pods.pop(pod_key, None)
@@ -61,8 +69,10 @@ class AssumedPods:
 
     def shown(self, pod: PodInfo) -> PodInfo:
         """The pod as the core should see it: if assumed (and not on a node yet), on its
-        node and no longer gated by Phalanx, as it will be once its write lands."""
+        node (and GPU devices) and no longer gated by Phalanx, as it will be once its
+        write lands."""
         entry = self._pods.get(pod.key) if self._pods else None
         if entry is None or pod.node_name:
             return pod
-        return bound_on(pod, entry.node)
+        devices = parse_gpu_index(entry.devices) if entry.devices else None
+        return bound_on(pod, entry.node, devices)

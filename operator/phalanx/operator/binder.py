@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
+from phalanx.core.names import GPU_INDEX_ANNOTATION
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body
 from phalanx.operator.gates import ungate_patch
@@ -39,11 +40,16 @@ class GangWritten:
         return bool(self.placed) and bool(self.failed)
 
 
-def binding_body(namespace: str, name: str, node: str) -> dict[str, Any]:
+def binding_body(namespace: str, name: str, node: str, devices: str = "") -> dict[str, Any]:
+    """The pods/binding body; the API server copies a Binding's annotations onto the pod
+    in the same write, so the GPU devices chosen (`devices`) land with the bind."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if devices:
+        metadata["annotations"] = {GPU_INDEX_ANNOTATION: devices}
     return {
         "apiVersion": "v1",
         "kind": "Binding",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": metadata,
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
 
@@ -85,14 +91,17 @@ class GangBinder:
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
         recorded: Awaitable[bool] | None = None,
+        devices: Mapping[str, str] | None = None,
     ) -> Coroutine[Any, Any, GangWritten]:
         """Assume every assigned pod on its node now, and return the writes to await (or
         run in the background). With `recorded`, nothing is bound before it says the
-        plan is in the PodGroup's status (False: the gang is not placed)."""
+        plan is in the PodGroup's status (False: the gang is not placed). `devices`:
+        pod key -> the GPU devices chosen (gpu-index text), written with its bind."""
+        devices = dict(devices or {})
         for pod_key, node in assignments.items():
-            self._assumed.assume(pod_key, node)
+            self._assumed.assume(pod_key, node, devices=devices.get(pod_key, ""))
         self._track(len(assignments))
-        return self._write_gang(group_key, dict(assignments), pods, recorded)
+        return self._write_gang(group_key, dict(assignments), pods, recorded, devices)
 
     async def _write_gang(
         self,
@@ -100,6 +109,7 @@ class GangBinder:
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
         recorded: Awaitable[bool] | None,
+        devices: Mapping[str, str],
     ) -> GangWritten:
         if recorded is not None and not await recorded:
             for pod_key in assignments:
@@ -107,7 +117,10 @@ class GangBinder:
             self._track(-len(assignments))
             return GangWritten(group_key, skipped="plan not recorded in the PodGroup's status")
         replies = await asyncio.gather(
-            *(self._place_pod(key, node, pods.get(key)) for key, node in assignments.items())
+            *(
+                self._place_pod(key, node, pods.get(key), devices.get(key, ""))
+                for key, node in assignments.items()
+            )
         )
         placed, failed = [], {}
         for (key, _), reply in zip(assignments.items(), replies, strict=True):
@@ -118,23 +131,22 @@ class GangBinder:
                 self._assumed.forget(key)
         return GangWritten(group_key, tuple(placed), failed)
 
-    async def _place_pod(self, pod_key: str, node: str, pod: Body | None) -> Reply:
+    async def _place_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
         try:
-            reply = await self._write_pod(pod_key, node, pod)
+            reply = await self._write_pod(pod_key, node, pod, devices)
         finally:
             self._track(-1)
         if reply.ok:
             self._assumed.written(pod_key, self._clock())
         return reply
 
-    async def _write_pod(self, pod_key: str, node: str, pod: Body | None) -> Reply:
+    async def _write_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
         namespace, name = pod_key.split("/", 1)
         async with self._slots:
             self.requests += 1
             if pod is not None and is_gated(pod):
-                return await self._api.request(
-                    "PATCH", pod_path(namespace, name), ungate_patch(pod, node), MERGE_PATCH
-                )
-            return await self._api.request(
-                "POST", pod_path(namespace, name, "binding"), binding_body(namespace, name, node)
-            )
+                patch = ungate_patch(pod, node, devices)
+                return await self._api.request("PATCH", pod_path(namespace, name), patch,
+                                               MERGE_PATCH)
+            body = binding_body(namespace, name, node, devices)
+            return await self._api.request("POST", pod_path(namespace, name, "binding"), body)

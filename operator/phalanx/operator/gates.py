@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.names import GANG_GATE
+from phalanx.core.names import GANG_GATE, GPU_INDEX_ANNOTATION
 from phalanx.operator.cache import Body
 
 
@@ -34,12 +34,14 @@ def pinned_terms(pod: Body, node: str) -> list[dict[str, Any]]:
     ]
 
 
-def ungate_patch(pod: Body, node: str) -> dict[str, Any]:
-    """A JSON merge patch: lists are replaced whole, so both lists are written in full."""
+def ungate_patch(pod: Body, node: str, devices: str = "") -> dict[str, Any]:
+    """A JSON merge patch: lists are replaced whole, so both lists are written in full.
+    The GPU devices chosen (`devices`, the gpu-index annotation's text) go in the same
+    patch, so no pod is ever un-gated without them."""
     spec = pod.get("spec", {})
     gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GANG_GATE]
     terms = pinned_terms(pod, node)
-    return {
+    patch: dict[str, Any] = {
         "spec": {
             "schedulingGates": gates or None,
             "affinity": {
@@ -49,3 +51,6 @@ def ungate_patch(pod: Body, node: str) -> dict[str, Any]:
             },
         }
     }
+    if devices:
+        patch["metadata"] = {"annotations": {GPU_INDEX_ANNOTATION: devices}}
+    return patch

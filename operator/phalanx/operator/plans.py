@@ -25,16 +25,29 @@ from phalanx.operator.pods import is_bound, is_deleting, is_gated, wants_phalanx
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
+    """`devices`: pod key -> the GPU devices chosen for it (the gpu-index annotation's
+    text), for the pods that take GPUs: a restarted operator finishing the plan writes
+    the same devices the pods already bound were planned with."""
+
     id: str
     pods: Mapping[str, str]  # pod key -> node
+    devices: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def status(self, replacing: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The plan as a status field for a merge patch; pods of a plan it replaces that
         are not in this one are removed explicitly (a merge patch merges maps)."""
-        old = (replacing or {}).get("pods") or {}
-        pods: dict[str, str | None] = {key: None for key in old if key not in self.pods}
-        pods.update(self.pods)
-        return {"id": self.id, "pods": pods}
+        field: dict[str, Any] = {"id": self.id, "pods": _replacing(
+            (replacing or {}).get("pods"), self.pods)}
+        old_devices = (replacing or {}).get("devices")
+        if self.devices or old_devices:
+            field["devices"] = _replacing(old_devices, self.devices)
+        return field
+
+
+def _replacing(old: Any, new: Mapping[str, str]) -> dict[str, str | None]:
+    entries: dict[str, str | None] = {key: None for key in old or {} if key not in new}
+    entries.update(new)
+    return entries
 
 
 def decode_plan(group: Body) -> Plan | None:
@@ -44,7 +57,9 @@ def decode_plan(group: Body) -> Plan | None:
         return None
     try:
         pods = {str(k): str(v) for k, v in dict(raw["pods"]).items() if v is not None}
-        return Plan(str(raw["id"]), pods)
+        chosen = dict(raw.get("devices") or {})
+        devices = {str(k): str(v) for k, v in chosen.items() if v is not None and k in pods}
+        return Plan(str(raw["id"]), pods, devices)
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -106,9 +121,11 @@ class PlanBook:
         self._known.update(plan.id for _, plan in found)
         return found
 
-    def start(self, key: str, assignments: Mapping[str, str]) -> tuple[Plan, asyncio.Future[bool]]:
+    def start(
+        self, key: str, assignments: Mapping[str, str], devices: Mapping[str, str] | None = None
+    ) -> tuple[Plan, asyncio.Future[bool]]:
         """A new plan for the gang of `key`; the future says whether its status write landed."""
-        plan = Plan(self._new_id(), dict(assignments))
+        plan = Plan(self._new_id(), dict(assignments), dict(devices or {}))
         self.hold(key, plan)
         recorded = asyncio.get_running_loop().create_future()
         self._recording[key] = recorded

@@ -24,6 +24,7 @@ from phalanx.core.eviction import Eviction
 from phalanx.core.gpus import MILLI
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.node_loss import lost_nodes
+from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot, with_bindings
@@ -171,7 +172,7 @@ class Scheduler:
             return
         self.plans.hold(key, plan)  # the status keeps it until the pods are bound
         try:
-            outcome = await self.writes.bind_now(key, resolution.remaining, pods)
+            outcome = await self.writes.bind_now(key, resolution.remaining, pods, plan.devices)
         finally:
             self.plans.release(key, plan)
         self._count(outcome)
@@ -181,14 +182,19 @@ class Scheduler:
         """Assume every decided gang on its nodes now and write it in the background, its
         plan first (in the group's status write); returns pods per gang started."""
         gangs: dict[str, dict[str, str]] = {}
+        devices: dict[str, dict[str, str]] = {}
         for binding in result.bindings:
             gangs.setdefault(binding.group, {})[binding.pod] = binding.node
+            if binding.devices:
+                devices.setdefault(binding.group, {})[binding.pod] = gpu_index_value(
+                    [share.index for share in binding.devices])
         for key, assignments in gangs.items():
             decision = result.decision(key)
             plan, recorded = None, None
+            chosen = devices.get(key, {})
             if decision is not None and not decision.implicit and self.cache.get(
                     Kind.POD_GROUP, key) is not None:
-                plan, recorded = self.plans.start(key, assignments)
+                plan, recorded = self.plans.start(key, assignments, chosen)
 
             grouped = decision is not None and not decision.implicit
 
@@ -200,7 +206,7 @@ class Scheduler:
                 self._count(outcome)
                 self._report_gang(outcome, gang if grouped else None, pods)
 
-            self.writes.bind_gang(key, assignments, pods, recorded, written)
+            self.writes.bind_gang(key, assignments, pods, recorded, written, chosen)
         return {key: len(assignments) for key, assignments in gangs.items()}
 
     def _count(self, outcome: GangWritten) -> None:

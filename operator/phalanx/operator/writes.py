@@ -84,10 +84,12 @@ class Writes:
         pods: Mapping[str, Body],
         recorded: Awaitable[bool] | None,
         then: OnGang,
+        devices: Mapping[str, str] | None = None,
     ) -> None:
         """Assume the gang's pods on their nodes now; bind them in the background once
-        `recorded` says the plan landed; `then` gets the outcome."""
-        writes = self.binder.place_gang(key, assignments, pods, recorded)
+        `recorded` says the plan landed; `then` gets the outcome. `devices`: pod key ->
+        GPU devices chosen (gpu-index text), written with the bind or un-gate."""
+        writes = self.binder.place_gang(key, assignments, pods, recorded, devices)
 
         async def bind() -> None:
             await then(await writes)
@@ -95,9 +97,10 @@ class Writes:
         self.background.spawn(bind(), name=f"gang {key}")
 
     async def bind_now(self, key: str, assignments: Mapping[str, str],
-                       pods: Mapping[str, Body]) -> GangWritten:
+                       pods: Mapping[str, Body],
+                       devices: Mapping[str, str] | None = None) -> GangWritten:
         """Bind and wait (finishing a leftover plan, before the cycle plans anything)."""
-        return await self.binder.place_gang(key, assignments, pods)
+        return await self.binder.place_gang(key, assignments, pods, devices=devices)
 
     def count(self, outcome: GangWritten) -> None:
         self.counts.bound += len(outcome.placed)

@@ -19,6 +19,7 @@ from phalanx.core.model import (
 )
 from phalanx.core.names import ROLE_LABEL, group_name
 from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.gpu_share import read_gpu_ask, read_gpu_index
 from phalanx.core.parse.membership import implied_groups
 from phalanx.core.resources import add, maximum, nonzero
 
@@ -34,10 +35,12 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     annotations = reader.labels("metadata.annotations")
     group = group_name(labels, annotations)
     group = group or reader.string("spec.schedulingGroup.podGroupName")  # Kubernetes 1.36
+    requests = effective_requests(reader)
+    ask = read_gpu_ask(annotations, requests)
     return PodInfo(
         namespace=reader.namespace,
         name=reader.name,
-        requests=effective_requests(reader),
+        requests=requests,
         node_name=reader.string("spec.nodeName") or None,
         phase=reader.string("status.phase", "Pending") or "Pending",
         scheduler_name=reader.string("spec.schedulerName", "default-scheduler") or "",
@@ -55,6 +58,10 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         terminating=reader.get("metadata.deletionTimestamp") is not None,
         started_at=reader.moment("status.startTime"),
         implied_groups=() if group else implied_groups(labels),
+        gpu_milli=ask.milli,
+        gpu_memory=ask.memory,
+        gpu_devices=read_gpu_index(annotations),
+        invalid=ask.invalid,
     )
 
 
