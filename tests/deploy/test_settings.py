@@ -191,3 +191,11 @@ def test_scheduler_config_follows_the_scoring_settings() -> None:
         True,
         "fabric",
     )
+
+
+def test_avoiding_not_ready_domains_is_off_unless_a_level_is_named() -> None:
+    assert load_settings(env={}).scheduler_config().avoid_not_ready_level is None
+    named = load_settings(env={"PHALANX_AVOID_NOT_READY_LEVEL": "rack"})
+    assert named.scheduler_config().avoid_not_ready_level == "rack"
+    with pytest.raises(SettingsError, match="avoid_not_ready_level"):
+        load_settings(env={"PHALANX_AVOID_NOT_READY_LEVEL": ""})

@@ -161,6 +161,9 @@ class Settings(BaseSettings):
     backoff_initial_seconds: float = Field(default=5.0, gt=0)  # retry after a timeout
     backoff_max_seconds: float = Field(default=300.0, gt=0)
     default_topology: str = Field(default="default", min_length=1)
+    # A level name: while a node is NotReady, gangs not yet placed keep out of its domain
+    # of that level (core/near_not_ready.py). None: off.
+    avoid_not_ready_level: str | None = Field(default=None, min_length=1)
     create_default_queue: bool = True
     scoring: Scoring = Scoring()
     timeouts: Timeouts = Timeouts()
@@ -191,6 +194,7 @@ class Settings(BaseSettings):
             topology_aware=self.scoring.topology_aware,
             node_order=self.scoring.node_order,
             default_topology=self.default_topology,
+            avoid_not_ready_level=self.avoid_not_ready_level,
             backoff_initial_seconds=self.backoff_initial_seconds,
             backoff_max_seconds=self.backoff_max_seconds,
             preemption=self.preemption.enabled,

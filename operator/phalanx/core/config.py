@@ -22,7 +22,9 @@ class SchedulerConfig:
     scheduleTimeoutSeconds is retried after `backoff_initial_seconds`, doubling up to
     `backoff_max_seconds` (see backoff.py). `explain_preemption` adds to a waiting gang's
     message why eviction does not help it: a second victim search per gang shape, most of
-    a busy cycle's time; the simulator, which shows no messages, turns it off."""
+    a busy cycle's time; the simulator, which shows no messages, turns it off.
+    `avoid_not_ready_level` names a topology level: while a node of one of its domains is
+    NotReady, new gangs keep out of that domain (near_not_ready.py); None: off."""
 
     topology_aware: bool = True
     node_order: Literal["binpack", "spread"] = "binpack"
@@ -34,3 +36,4 @@ class SchedulerConfig:
     explain_preemption: bool = True
     backoff_initial_seconds: float = 5.0
     backoff_max_seconds: float = 300.0
+    avoid_not_ready_level: str | None = None

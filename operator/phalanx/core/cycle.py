@@ -14,6 +14,7 @@ from phalanx.core.explain import explain
 from phalanx.core.members import GroupWork, Problem, build_works
 from phalanx.core.model import PodInfo
 from phalanx.core.names import GroupKey, NodeName
+from phalanx.core.near_not_ready import avoiding
 from phalanx.core.nomination import Nomination
 from phalanx.core.placement import GangPlacement, GangRequest, place_gang
 from phalanx.core.preemption.cycle import Failure, Preemptions
@@ -44,7 +45,7 @@ def run_cycle(
 ) -> CycleResult:
     config = config or SchedulerConfig()
     index = snapshot.index
-    state = CycleState(index)
+    state = CycleState(index, config.avoid_not_ready_level)
     works = build_works(index)
     backing_off = {
         work.key
@@ -66,6 +67,8 @@ def run_cycle(
             outcome.problem = route
             return False
         outcome.route = route
+        if config.avoid_not_ready_level and not work.running and route.topology is not None:
+            work.shapes = avoiding(work.shapes, route.topology)  # a new gang
         if work.mandatory:
             preemptions.before(work)
             request = _place_mandatory(state, work, route, config, outcome)

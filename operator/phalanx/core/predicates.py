@@ -24,11 +24,14 @@ _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 @dataclass(frozen=True, slots=True)
 class Constraints:
-    """The placement constraints of a pod, hashable so pods can share the work."""
+    """The placement constraints of a pod, hashable so pods can share the work.
+    `avoid_not_ready_in`: the NetworkTopology in which a pod of a new gang keeps out of
+    the domains holding a NotReady node (near_not_ready.py); None: it avoids nothing."""
 
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    avoid_not_ready_in: str | None = None
 
 
 NO_CONSTRAINTS = Constraints()

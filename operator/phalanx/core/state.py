@@ -8,7 +8,7 @@ from the aggregates without scanning nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from phalanx.core.device_choice import DEVICE
 from phalanx.core.devices import (
@@ -22,6 +22,7 @@ from phalanx.core.devices import (
 )
 from phalanx.core.model import PodInfo
 from phalanx.core.names import GPU, PODS, PodKey
+from phalanx.core.near_not_ready import nodes_near_not_ready
 from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.rooms import RoomIndex
 from phalanx.core.shapes import Shape, fit_count, fit_counts, fit_counts_of_columns
@@ -58,8 +59,12 @@ class LevelBest:
 
 
 class CycleState:
-    def __init__(self, index: ClusterIndex) -> None:
+    """`avoid_level`: SchedulerConfig.avoid_not_ready_level, for the pods that ask
+    (Constraints.avoid_not_ready_in)."""
+
+    def __init__(self, index: ClusterIndex, avoid_level: str | None = None) -> None:
         self.index = index
+        self.avoid_level = avoid_level
         self.free: list[dict[str, int]] = list(index.free)
         self.pods_free: list[int] = list(index.pods_free)
         self.held: list[int] = [0] * len(index.nodes)
@@ -109,6 +114,14 @@ class CycleState:
     def static(self, constraints: Constraints) -> list[Exclusion | None]:
         """Per node, why it can never take such a pod (None: it can)."""
         causes = self._static.get(constraints)
+        if causes is None and constraints.avoid_not_ready_in is not None:
+            topology = constraints.avoid_not_ready_in
+            causes = list(self.static(replace(constraints, avoid_not_ready_in=None)))
+            if self.avoid_level is not None:
+                near = nodes_near_not_ready(self.index, self.tree(topology), self.avoid_level)
+                for i in near:
+                    causes[i] = causes[i] or Exclusion.NEAR_NOT_READY
+            self._static[constraints] = causes
         if causes is None:
             base = self.index.base_exclusions
             if constraints == NO_CONSTRAINTS:

@@ -43,6 +43,7 @@ class Exclusion(StrEnum):
     """Why one node cannot take a pod; counted per node, then formatted once."""
 
     NOT_READY = "node(s) were not ready"
+    NEAR_NOT_READY = "node(s) were in a domain with a NotReady node"
     CORDONED = "node(s) were unschedulable"
     TAINT = "node(s) had untolerated taint"
     SELECTOR = "node(s) didn't match Pod's node selector"
