@@ -265,7 +265,8 @@ def test_nothing_of_lower_priority_lands_on_held_nodes_until_the_hold_expires() 
 
 def test_a_starving_gang_gets_a_reservation_that_small_groups_must_avoid() -> None:
     nodes = [node("n0"), node("n1")]
-    busy = [pod("busy-0", gpus=4, node_name="n0"), pod("busy-1", gpus=1, node_name="n1")]
+    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
+            for i, g in enumerate((4, 1))]  # fmt: skip  (placed while big waited)
     big = waiting_gang("big", 1, priority="low", creation=0.0)
     small = [pod("small-0", gpus=4, group="small"), group("small", 1, creation=1000.0)]
     result = run(nodes, busy, big, small, now=400.0)
@@ -290,7 +291,7 @@ def test_snapshot_type_is_usable_directly() -> None:
 
 def test_one_reservation_at_a_time() -> None:
     nodes = [node("n0"), node("n1"), node("n2")]
-    busy = [pod(f"busy-{i}", gpus=4, node_name=f"n{i}") for i in range(3)]
+    busy = [pod(f"busy-{i}", gpus=4, node_name=f"n{i}", started_at=50.0) for i in range(3)]
     first = waiting_gang("first", 1, priority="low", creation=0.0)
     second = waiting_gang("second", 1, priority="low", creation=1.0)
     result = run(nodes, busy, first, second, now=400.0)
@@ -405,3 +406,20 @@ def test_victims_with_less_top_priority_work_are_preferred() -> None:
     )
     assert "default/big" not in evicted_groups(result)
     assert evicted_groups(result) == {"default/one"} | {f"default/low{i}" for i in range(7)}
+
+
+def test_a_gang_gets_no_reservation_when_only_higher_priority_work_was_placed_meanwhile() -> None:
+    """Starving means groups of equal or lower priority were placed while it waited:
+    work that started before it came, or that outranks it, is not that."""
+    nodes = [node("n0"), node("n1")]
+    before = [pod(f"old-{i}", gpus=4, node_name=f"n{i}", started_at=0.0) for i in range(2)]
+    big = waiting_gang("big", 1, priority="low", creation=10.0)
+    result = run(nodes, before, big, now=400.0)
+    assert decision(result, "default/big").nomination is None
+    higher = [pod("urgent-0", gpus=4, node_name="n1", started_at=50.0, priority=1000)]
+    result = run(nodes, before[:1], higher, big, now=400.0)
+    assert decision(result, "default/big").nomination is None
+    lower = [pod("later-0", gpus=4, node_name="n1", started_at=50.0, priority=0)]
+    result = run(nodes, before[:1], lower, big, now=400.0)
+    held = decision(result, "default/big").nomination
+    assert held is not None and held.reason == "Reserved"

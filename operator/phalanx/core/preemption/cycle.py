@@ -6,7 +6,8 @@ looks for victims (whole gangs, elastic pods first) whose eviction makes it fit,
 the room it would use, and records the evictions. The gang itself is not bound in that
 cycle: its room is still occupied until the victims are gone. A gang that waited past
 `starvation_seconds` gets a reservation where the least running work stands in its way
-(one such reservation at a time).
+(one such reservation at a time), once a group of equal or lower priority was placed
+while it waited.
 """
 
 from __future__ import annotations
@@ -241,6 +242,8 @@ class Preemptions:
         waited = self.now - work.creation
         if waited < self.config.starvation_seconds or self._reserving():
             return problem
+        if not self._passed_by(work):
+            return problem
         taken = self._taken
         found = self.finder.find(
             failure.request,
@@ -254,6 +257,17 @@ class Preemptions:
             return problem
         nomination = self._hold(work, found.nodes, RESERVED)
         return Problem(problem.code, problem.reason, problem.message + _reserved_note(nomination))
+
+    def _passed_by(self, work: GroupWork) -> bool:
+        """Was a group of equal or lower priority placed while this gang waited (a pod
+        of it started since the gang was created)? Only then is the gang starving: a
+        gang that waits behind higher-priority work alone waits its turn, and a
+        reservation would only keep out the groups it outranks anyway."""
+        return any(
+            unit.priority <= work.priority and unit.started > work.creation
+            and unit.group != work.key
+            for unit in self.units
+        )  # fmt: skip
 
     def _reserving(self) -> bool:
         """One reservation at a time: the first starving gang (highest priority, then
