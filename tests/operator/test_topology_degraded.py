@@ -70,3 +70,40 @@ async def test_a_topology_every_gpu_node_fits_is_not_degraded_and_warns_nothing(
     condition = degraded(status)
     assert condition["status"] == "False" and condition["reason"] == "AllNodesLabelled"
     assert warnings(api) == []
+
+
+async def test_more_unlabelled_nodes_update_the_condition_not_the_warnings() -> None:
+    """Nodes joining without a rack label move the count in the condition; only a level
+    that no node carries any more (or a new lacking level) is a new Warning."""
+    nodes = [node("n0", "r0"), node("n1", "r0"), node("n2", "r1")]
+    del nodes[2]["metadata"]["labels"]["rack"]
+    topology = copy.deepcopy(TOPOLOGY)
+    api, clock = FakeApi(), [1000.0]
+    scheduler = Scheduler(ClusterCache.from_objects([*nodes, topology, QUEUE]), api,
+                          Settings(), clock=lambda: clock[0])
+    said = []
+    for step in range(3):
+        if step:
+            unlabelled = node(f"m{step}", "")
+            del unlabelled["metadata"]["labels"]["rack"]
+            nodes.append(unlabelled)
+        api.calls.clear()
+        clock[0] += 1
+        scheduler.cache = ClusterCache.from_objects([*nodes, topology, QUEUE])
+        await settled_cycle(scheduler)
+        patches = [b for m, p, b in api.calls if p.endswith("/networktopologies/default/status")]
+        topology["status"] = json.loads(json.dumps(patches[-1]["status"]))
+        said.append((degraded(topology["status"])["message"].split(";")[0], warnings(api)))
+    assert [message for message, _ in said] == [
+        "level rack: 1 of 3 nodes have none of its labels (rack)",
+        "level rack: 2 of 4 nodes have none of its labels (rack)",
+        "level rack: 3 of 5 nodes have none of its labels (rack)"]
+    assert [len(posted) for _, posted in said] == [1, 0, 0]
+
+    for labelled in nodes[:2]:  # now no node has a rack: that is news
+        del labelled["metadata"]["labels"]["rack"]
+    api.calls.clear()
+    scheduler.cache = ClusterCache.from_objects([*nodes, topology, QUEUE])
+    await settled_cycle(scheduler)
+    assert [w.split(";")[0] for w in warnings(api)] == [
+        "level rack: no node has any of its labels (rack)"]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from operator_fakes import FakeApi
+
 from phalanx.core.names import GroupKey
 from phalanx.core.result import GroupDecision
 from phalanx.core.status import Reason, StatusCode
+from phalanx.operator.events import EventRecorder
 from phalanx.operator.upstream_status import released_status, upstream_report
 
 NOW = 1_800_000_000.0
@@ -89,3 +92,24 @@ def test_a_released_gang_is_no_longer_scheduled_though_it_was() -> None:
     assert said["message"] == "2 of 4 pods were placed; deleted them"
     assert said["lastTransitionTime"] != was["lastTransitionTime"]
     assert released_status(group(said), said["message"], NOW + 61) is None  # said already
+
+
+async def test_numbers_alone_rewrite_the_condition_not_the_warning() -> None:
+    api = FakeApi()
+    recorder = EventRecorder(api)
+    body, said = group(), []
+    messages = ("needs 40 GPUs within one rack; 38 free", "needs 40 GPUs within one rack; 36 free")
+    for message in messages:
+        report = upstream_report(body, decision(StatusCode.UNSCHEDULABLE,
+                                                Reason.NO_DOMAIN_FITS, message), NOW)
+        assert report.status is not None  # the condition follows the numbers
+        said.append(scheduled_condition(report.status)["message"])
+        body = {**body, "status": report.status}
+        for event in report.events:
+            await recorder.post(event, NOW)
+    assert said == list(messages)
+    assert recorder.posted == 1
+    other = decision(StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, "queue full")
+    for event in upstream_report(body, other, NOW).events:  # a new reason is news
+        await recorder.post(event, NOW)
+    assert recorder.posted == 2

@@ -333,9 +333,12 @@ def degraded_condition(topology: Body, gaps: Sequence[LevelGap], now: float) -> 
                      "every node carries a label of every level", now, generation, previous)
 
 
-def topology_events(topology: Body, desired: Mapping[str, Any]) -> list[Event]:
+def topology_events(
+    topology: Body, desired: Mapping[str, Any], gaps: Sequence[LevelGap]
+) -> list[Event]:
     """A Warning when the topology turns Degraded or what it lacks changes (not again while
-    the object already says so: a new leader repeats nothing)."""
+    the object already says so: a new leader repeats nothing; not for counts alone, as
+    unlabelled nodes join: `about` names the levels and whether no node or some lack them)."""
     wanted = {c["type"]: c for c in desired.get("conditions") or []}.get("Degraded")
     if wanted is None or wanted["status"] != "True":
         return []
@@ -343,7 +346,9 @@ def topology_events(topology: Body, desired: Mapping[str, Any]) -> list[Event]:
     said = before.get("Degraded") or {}
     if said.get("status") == "True" and said.get("message") == wanted["message"]:
         return []
-    return [Event(topology, "Warning", "Degraded", wanted["message"], topic="degraded")]
+    about = "; ".join(gap.kind for gap in gaps)
+    return [Event(topology, "Warning", "Degraded", wanted["message"], topic="degraded",
+                  about=about)]
 
 
 def queue_status(

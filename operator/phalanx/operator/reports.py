@@ -233,7 +233,7 @@ class Reports:
                                                      if n.allocatable.get(GPU, 0) > 0])
             desired["conditions"] = [degraded_condition(topology, gaps, now)]
             if self._writes.status_changes("networktopologies", topology, desired):
-                events = topology_events(topology, desired)
+                events = topology_events(topology, desired, gaps)
                 if events:
                     log.warning("network topology degraded", topology=key,
                                 levels=[gap.level for gap in gaps])

@@ -98,6 +98,9 @@ def _made(status: str, reason: str, message: str) -> dict[str, Any]:
 
 
 def _event(group: Body, decision: GroupDecision) -> Event:
+    """A Warning per reason, not per number: the condition is rewritten as the free GPUs
+    move, its Event is not (`about`: the reason alone)."""
     if decision.scheduled or decision.on_nodes >= decision.min_member:
         return Event(group, "Normal", "Scheduled", decision.message, topic="scheduling")
-    return Event(group, "Warning", str(decision.reason), decision.message, topic="scheduling")
+    reason = str(decision.reason)
+    return Event(group, "Warning", reason, decision.message, topic="scheduling", about=reason)

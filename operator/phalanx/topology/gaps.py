@@ -18,6 +18,11 @@ class LevelGap:
     missing: int  # nodes without any of the level's labels
     nodes: int
 
+    @property
+    def kind(self) -> str:
+        """What is lacking, without the counts: 'rack: none' or 'rack: some'."""
+        return f"{self.level}: {'none' if self.missing == self.nodes else 'some'}"
+
     def describe(self) -> str:
         labels = ", ".join(self.labels)
         if self.missing == self.nodes:
