@@ -112,7 +112,8 @@ def start_operator(cluster: LocalCluster) -> subprocess.Popen[bytes]:
     """`python -m phalanx operator` as a process of its own (to be SIGKILLed by a test)."""
     return subprocess.Popen(
         [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={cluster.kubeconfig}",
-         "--period=1"], start_new_session=True,
+         "--period=1", "--metrics-port=0"],  # 8080 may be taken on a shared machine
+        start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

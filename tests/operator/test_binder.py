@@ -90,3 +90,29 @@ async def test_gpu_devices_are_written_with_the_bind_and_the_ungate_and_assumed(
     assert written["b"]["metadata"]["annotations"] == {index: "0,1"}
     shown = [assumed.shown(parse_pod(p)) for p in pods.values()]
     assert [(p.node_name, p.gpu_devices) for p in shown] == [("n1", (3,)), ("n2", (0, 1))]
+
+
+async def test_a_gang_is_written_as_one_burst_not_interleaved_with_the_next():
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 8)
+    first, first_pods = gang(6)
+    second = {f"ns/q{i}": "n1" for i in range(6)}
+    second_pods = {key: pod(key.split("/")[1]) for key in second}
+    await asyncio.gather(binder.place_gang("ns/a", first, first_pods),
+                         binder.place_gang("ns/b", second, second_pods))
+    names = [path.split("/")[-2] for path in api.paths("POST")]
+    # all six of the first gang were sent together (6 slots of 8), the second waited
+    # for six free slots rather than taking the two left over
+    assert sorted(names[:6]) == sorted(k.split("/")[1] for k in first)
+    assert api.max_in_flight == 6 and binder.in_flight == 0
+
+
+async def test_a_gang_larger_than_the_bound_uses_every_slot_and_gives_them_back():
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 8)
+    assignments, pods = gang(20)
+    outcome = await binder.place_gang("ns/g", assignments, pods)
+    assert len(outcome.placed) == 20 and api.max_in_flight == 8
+    small, small_pods = gang(3)
+    await binder.place_gang("ns/h", small, small_pods)  # the slots came back
+    assert binder.in_flight == 0

@@ -2,9 +2,10 @@
 
 Per gang: 1. every pod is assumed on its node. 2. The PodGroup's status write records
 the plan (pod -> node, see plans.py); if that fails (group deleted), nothing else is
-written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out
-concurrently, bounded by a semaphore shared by all gangs. 4. Failed pods are un-assumed;
-the next status write removes the plan.
+written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out as one
+burst: the gang takes a slot per pod (up to the bound on requests in flight, shared by
+all gangs, see slots.py), so its pods land together. 4. Failed pods are un-assumed; the
+next status write removes the plan.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
 final. Those pods stay bound and count as placed members; the next cycles place the
@@ -26,6 +27,7 @@ from phalanx.operator.cache import Body
 from phalanx.operator.gates import ungate_patch
 from phalanx.operator.kube.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.pods import is_gated
+from phalanx.operator.slots import GangSlots
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +66,7 @@ class GangBinder:
     ) -> None:
         self._api = api
         self._assumed = assumed
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = GangSlots(concurrency)
         self._clock = clock
         self.requests = 0
         self.in_flight = 0  # pods assumed whose write is not answered yet
@@ -116,20 +118,42 @@ class GangBinder:
                 self._assumed.forget(pod_key)
             self._track(-len(assignments))
             return GangWritten(group_key, skipped="plan not recorded in the PodGroup's status")
-        replies = await asyncio.gather(
-            *(
-                self._place_pod(key, node, pods.get(key), devices.get(key, ""))
-                for key, node in assignments.items()
-            )
-        )
+        replies = await self._burst(assignments, pods, devices)
         placed, failed = [], {}
-        for (key, _), reply in zip(assignments.items(), replies, strict=True):
+        for key in assignments:
+            reply = replies[key]
             if reply.ok:
                 placed.append(key)
             else:
                 failed[key] = f"{reply.status} {reply.reason}"
                 self._assumed.forget(key)
         return GangWritten(group_key, tuple(placed), failed)
+
+    async def _burst(
+        self, assignments: Mapping[str, str], pods: Mapping[str, Body],
+        devices: Mapping[str, str],
+    ) -> dict[str, Reply]:
+        """Every pod's write, on the gang's slots: each slot sends the next pod's request
+        until none is left, then is given back."""
+        todo = iter(list(assignments.items()))
+        replies: dict[str, Reply] = {}
+
+        async def sender() -> None:
+            try:
+                for key, node in todo:
+                    replies[key] = await self._place_pod(key, node, pods.get(key),
+                                                         devices.get(key, ""))
+            finally:
+                self._slots.give()
+
+        try:
+            slots = await self._slots.take(len(assignments))
+            await asyncio.gather(*(sender() for _ in range(slots)))
+        finally:
+            unsent = sum(1 for _ in todo)  # cancelled (shutdown): no longer in flight
+            if unsent:
+                self._track(-unsent)
+        return replies
 
     async def _place_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
         try:
@@ -142,11 +166,9 @@ class GangBinder:
 
     async def _write_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
         namespace, name = pod_key.split("/", 1)
-        async with self._slots:
-            self.requests += 1
-            if pod is not None and is_gated(pod):
-                patch = ungate_patch(pod, node, devices)
-                return await self._api.request("PATCH", pod_path(namespace, name), patch,
-                                               MERGE_PATCH)
-            body = binding_body(namespace, name, node, devices)
-            return await self._api.request("POST", pod_path(namespace, name, "binding"), body)
+        self.requests += 1
+        if pod is not None and is_gated(pod):
+            patch = ungate_patch(pod, node, devices)
+            return await self._api.request("PATCH", pod_path(namespace, name), patch, MERGE_PATCH)
+        body = binding_body(namespace, name, node, devices)
+        return await self._api.request("POST", pod_path(namespace, name, "binding"), body)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import aiohttp
 import kopf
+import orjson
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
@@ -127,7 +127,7 @@ class KubeApi:
         finally:
             response.release()
         try:
-            data = json.loads(raw) if raw else {}
+            data = orjson.loads(raw) if raw else {}
         except ValueError:
             data = {"message": raw[:200].decode(errors="replace")}
         return Reply(int(response.status), data if isinstance(data, dict) else {})
