@@ -109,9 +109,11 @@ class Writes:
     # -- status ----------------------------------------------------------------------------
 
     def status_changes(self, plural: str, body: Body, desired: Mapping[str, Any]) -> bool:
-        """Neither the object nor a write already offered says `desired`."""
+        """Neither the object nor a write already offered says `desired` (the offered
+        write is compared first: a plain ==, where `differs` normalizes both sides, which
+        was a fifth of the cycles' time at bench-1000 for statuses already offered)."""
         ref = status_ref(plural, body)
-        return differs(desired, body.get("status")) and self._offered.get(ref) != desired
+        return self._offered.get(ref) != desired and differs(desired, body.get("status"))
 
     def as_offered(self, plural: str, body: Body) -> Body:
         """`body` with the status last offered for it (a write may still be queued): what
