@@ -91,3 +91,27 @@ async def test_numbers_alone_change_the_conditions_not_the_events() -> None:
         if refreshed:
             assert conditions[0]["message"] == f"PodGroup big (NoDomainFits): {message}"
         echo_writes(api, objects)
+
+
+async def test_pods_of_a_kubernetes_podgroup_that_cannot_fit_say_why_too() -> None:
+    """A gang of Kubernetes' own PodGroup (Workload API) waits like one of ours: each pod
+    shows PodScheduled=False with the reason and gets one FailedScheduling Warning."""
+    group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+             "metadata": {"name": "up", "namespace": "ns", "uid": "uid-up", "generation": 1,
+                          "creationTimestamp": "1970-01-01T00:00:00Z"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 5}}}}
+    members = []
+    for i in range(5):  # 40 GPUs on a 32-GPU cluster
+        member = gpu_pod(f"up-{i}", 8, group=None)
+        member["spec"]["schedulingGroup"] = {"podGroupName": "up"}
+        members.append(member)
+    objects = [*racks(), group, *members]
+    api = FakeApi()
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                          clock=lambda: 1000.0)
+    await settled_cycle(scheduler)
+    for i in range(5):
+        (condition,) = pod_conditions(api, f"up-{i}")
+        assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+        assert condition["message"].startswith("PodGroup up (InsufficientResources): ")
+        assert events(api, f"up-{i}") == [("Warning", "FailedScheduling", condition["message"])]

@@ -133,8 +133,8 @@ class Scheduler:
         self._release_partial(result, snapshot, {**upstream, **groups}, pods, now)
         phases = self.reports.groups(result, groups, now, upstream)
         self.reports.missing_groups(result, lambda key: self._pods(snapshot, key, pods))
-        self.reports.waiting_pods(result, groups, lambda key: self._pods(snapshot, key, pods),
-                                  now)
+        self.reports.waiting_pods(result, {**upstream, **groups},
+                                  lambda key: self._pods(snapshot, key, pods), now)
         after = with_bindings(snapshot, result.bindings)  # capacity after this cycle
         usage = gpu_usage(after)
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
