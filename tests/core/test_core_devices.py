@@ -147,3 +147,29 @@ def test_choose_devices_is_best_fit_with_ties_to_the_lowest_index() -> None:
     assert choose_devices([0, 500, 950, 500], 100, 1) == (1,)
     assert choose_devices([0, 500, 0, 0], 1000, 2) == (0, 2)
     assert choose_devices([0, 500, 1000], 1000, 2) is None
+
+
+def test_a_whole_gpu_pod_waiting_on_shared_gpus_is_told_so_with_numbers() -> None:
+    held = [share(f"h{n}{i}", 250, node_name=n, gpu_devices=(i,)) for n in "abc" for i in range(4)]
+    nodes = [node(n, gpus=8) for n in "abc"]
+    result = cycle(nodes, held, pod("big", gpus=8))
+    message = result.decision("default/big").message
+    assert "21 GPUs free in total but 9 of them only in parts of GPUs shared" in message
+    assert "at most 4 whole free GPUs on one node, each pod needs 8" in message
+
+
+def test_no_fragmentation_sentence_when_no_gpu_is_shared() -> None:
+    busy = [pod(f"b{n}", gpus=4, node_name=n) for n in "ab"]
+    result = cycle([node(n, gpus=8) for n in "ab"], busy, pod("big", gpus=8))
+    assert "shared" not in result.decision("default/big").message
+
+
+def test_a_waiting_fraction_says_what_it_asks_and_why_nodes_refuse() -> None:
+    held = [share(f"h{i}", 600, node_name="n", gpu_devices=(i,)) for i in range(2)]
+    result = cycle(node("n", gpus=2), node("c", gpus=0), held, share("new", 500))
+    message = result.decision("default/new").message
+    assert message.startswith("needs 1 pod of 0.5 of a GPU, 1 cpu; 0 fit in the cluster.")
+    assert "1 node(s) had no GPU with that much free" in message
+    memory = cycle(node("n", gpus=2), pod("mem", gpus=0, gpu_memory=5000))
+    assert "1 node(s) had no nvidia.com/gpu.memory label" in memory.decision(
+        "default/mem").message

@@ -46,3 +46,39 @@ def test_a_half_free_gpu_is_not_a_free_gpu() -> None:
             for name in ("a", "b")]
     counts = counts_by_name(Snapshot(nodes=nodes, pods=half, topologies=(SPEC,)))
     assert counts["b0/r0"][2] == 0
+
+
+def shared(name: str, milli: int, on: str, device: int) -> object:
+    return pod(name, gpus=0, gpu_milli=milli, node_name=on, gpu_devices=(device,))
+
+
+def test_gpus_that_fractional_pods_share_are_fragmented_not_free() -> None:
+    """One definition for the status, `kubectl phalanx topology` and the gauges: a GPU
+    with any part taken is not free; its free part shows as fragmented."""
+    from phalanx.kubectl.topology import domain_rows, format_tree
+    from phalanx.observe.gpu_usage import gpu_usage
+    from phalanx.operator.topology_status import topology_status
+
+    nodes = racks(1, 2, gpus=4)
+    held = [shared("a", 250, "n-0-0-0", 0), shared("b", 500, "n-0-0-0", 1),
+            pod("w", gpus=1, node_name="n-0-0-0", gpu_devices=(2,))]
+    snapshot = Snapshot(nodes=nodes, pods=held, topologies=(SPEC,))
+    rack = next(c for d, c in enumerate(domain_gpus(snapshot, "default"))
+            if snapshot.index.tree("default").name(d) == "b0/r0")
+    assert (rack.gpus, rack.free_gpus, rack.fragmented, rack.fragment_free) == (8, 5, 2, 1250)
+    status = topology_status(snapshot, "default")
+    assert status is not None
+    row = next(r for r in status["tree"] if r["name"] == "b0/r0")
+    assert (row["freeGpus"], row["fragmentedGpus"], row["fragmentedFreeMilli"]) == (5, 2, 1250)
+    text = format_tree(domain_rows(snapshot, "default"))
+    assert "5/8 GPUs free" in text and "2 GPUs fragmented (1.25 free)" in text
+    usage = gpu_usage(snapshot)
+    assert (usage.allocated, usage.free) == (1.75, 6.25)
+
+
+def test_without_fractional_pods_nothing_is_fragmented_and_the_tree_is_unchanged() -> None:
+    from phalanx.kubectl.topology import domain_rows, format_tree
+
+    snapshot = Snapshot(nodes=racks(1, 2, gpus=4), topologies=(SPEC,))
+    assert all(c.fragmented == 0 for c in domain_gpus(snapshot, "default"))
+    assert "fragmented" not in format_tree(domain_rows(snapshot, "default"))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from phalanx.core.device_choice import DEVICE
+from phalanx.core.devices import part_of
 from phalanx.core.members import Problem
-from phalanx.core.names import GPU
+from phalanx.core.names import GPU, GPU_MEMORY_LABEL
 from phalanx.core.placement import GangRequest
 from phalanx.core.resources import format_amount, format_resources
 from phalanx.core.shapes import Shape, fit_count
@@ -41,9 +43,11 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
         if state.pods_free[i] <= 0:
             causes[Exclusion.TOO_MANY_PODS.value] += 1
         free = state.free[i]
-        for name, amount in shape.requests:
-            if free.get(name, 0) < amount:
-                causes[f"Insufficient {name}"] += 1
+        short = [name for name, amount in shape.requests if free.get(name, 0) < amount]
+        for name in short:
+            causes[f"Insufficient {name}"] += 1
+        if not short and shape.fractional:
+            causes[_no_device(state, shape, i)] += 1
     parts = [f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0]))]
     total = len(state.index.nodes)
     detail = ": " + ", ".join(parts) if parts else ""
@@ -63,6 +67,8 @@ def explain(state: CycleState, request: GangRequest) -> Problem:
                 f"needs {_pods(need, shape)}; {room} fit in the cluster. "
                 f"{node_histogram(state, shape)}"
             )
+            split = fragmentation(state, shape)
+            message += f" {split}." if split else ""
             code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
             return Problem(code, Reason.INSUFFICIENT_RESOURCES, message)
     if request.limit >= 0:
@@ -96,6 +102,8 @@ def _no_domain(state: CycleState, request: GangRequest, shape: Shape, need: int)
     never = not request.anchors and _never_fits(state, shape, tree, request, need)
     if never:
         message += f"; no {level_name} could hold it even if empty"
+    split = fragmentation(state, shape)
+    message += f"; {split}" if split else ""
     if tree.missing[level]:
         message += (
             f"; {tree.missing[level]} of {len(state.index.nodes)} nodes have no "
@@ -119,7 +127,51 @@ def _never_fits(
 
 
 def _pods(count: int, shape: Shape) -> str:
-    return f"{count} pod{'' if count == 1 else 's'} of {format_resources(dict(shape.requests))}"
+    asked = format_resources(dict(shape.requests))
+    if shape.gpu_milli:
+        asked = f"{shape.gpu_milli / DEVICE:g} of a GPU, {asked}"
+    elif shape.gpu_memory:
+        asked = f"{shape.gpu_memory} MiB of one GPU's memory, {asked}"
+    return f"{count} pod{'' if count == 1 else 's'} of {asked}"
+
+
+def _no_device(state: CycleState, shape: Shape, node: int) -> str:
+    """Why a node with room for a fractional pod's cpu and memory takes none."""
+    info = state.index.nodes[node]
+    if not info.gpu_count:
+        return f"Insufficient {GPU}"
+    if shape.gpu_memory and not info.gpu_memory:
+        return f"node(s) had no {GPU_MEMORY_LABEL} label"
+    part = part_of(shape.gpu_milli, shape.gpu_memory, info)
+    if part > DEVICE:
+        return "node(s) had GPUs with less memory than asked"
+    return "node(s) had no GPU with that much free"
+
+
+def fragmentation(state: CycleState, shape: Shape) -> str:
+    """"N GPUs free in total but M of them only in parts ..." when the free GPUs a
+    whole-GPU pod of this shape could use are split into parts of shared GPUs (the pod
+    needs whole ones); "" when no GPU is shared or the pod asks for no whole GPU."""
+    per_pod = dict(shape.requests).get(GPU, 0)
+    if not per_pod:
+        return ""
+    static = state.static(shape.constraints)
+    whole = spare = best = 0
+    for i in range(len(state.index.nodes)):
+        if static[i] is not None:
+            continue
+        free = max(0, state.free[i].get(GPU, 0))
+        whole += free
+        spare += state.fragment_free(i)
+        best = max(best, free)
+    if not spare:
+        return ""
+    return (
+        f"{format_amount(GPU, whole + spare)} GPUs free in total but "
+        f"{format_amount(GPU, spare)} of them only in parts of GPUs shared by fractional pods;"
+        f" at most {format_amount(GPU, best)} whole free GPUs on one node, each pod needs "
+        f"{format_amount(GPU, per_pod)}"
+    )
 
 
 def _usable_gpus(state: CycleState, shape: Shape, tree: DomainTree, domain: int) -> int:

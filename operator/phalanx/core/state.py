@@ -88,6 +88,13 @@ class CycleState:
             used = self._used[node] = list(self.index.device_usage(node).used)
         return used
 
+    def fragment_free(self, node: int) -> int:
+        """Milli free on the node's devices that fractional pods share (usable by other
+        fractional pods only); 0 on a node where no device is partly held."""
+        if node not in self._used and node not in self.index.shared_nodes:
+            return 0
+        return sum(DEVICE - taken for taken in self.devices(node) if 0 < taken < DEVICE)
+
     def _slots(self, node: int, milli: int) -> int:
         """Pods taking `milli` of one device the node's devices still take; a node with
         no device partly held needs no device list (its whole free GPUs say it all)."""

@@ -3,7 +3,9 @@
 The tree is the scheduler's own (`phalanx.topology` over the live nodes); the counts are
 `phalanx.core.gpus`, the same the NetworkTopology status reports: free GPUs count only
 nodes that take pods, exactly what placement sees. A "whole-free" node has all its GPUs
-free: the count a whole-node job cares about.
+free: the count a whole-node job cares about. GPUs that fractional pods share are
+"fragmented": not free (no whole-GPU pod can use them), with the part still free on them
+shown beside, once any exist.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phalanx.core.gpus import DomainGpus, domain_gpus
+from phalanx.core.gpus import MILLI, DomainGpus, domain_gpus
 from phalanx.core.names import HOSTNAME_LABEL
 from phalanx.core.snapshot import Snapshot
 from phalanx.topology.tree import ROOT, DomainTree
@@ -30,6 +32,8 @@ class DomainRow:
     gpus: int
     free_gpus: int
     whole_free_nodes: int
+    fragmented: int = 0
+    fragment_free: int = 0
 
 
 class TopologyNotFound(LookupError):
@@ -66,6 +70,8 @@ def _walk(
             gpus=counts[domain].gpus,
             free_gpus=counts[domain].free_gpus,
             whole_free_nodes=counts[domain].whole_free_nodes,
+            fragmented=counts[domain].fragmented,
+            fragment_free=counts[domain].fragment_free,
         )
     )
     if limit is not None and tree.level_of[domain] >= limit:
@@ -101,7 +107,16 @@ def format_tree(rows: Sequence[DomainRow]) -> str:
         f"{node.rjust(widths[2])} nodes whole-free"
         for label, gpu, node in zip(labels, gpus, nodes, strict=True)
     ]
+    if any(row.fragmented for row in rows):
+        shared = [_fragments(row) for row in rows]
+        width = max(len(cell) for cell in shared)
+        lines = [f"{line}  {cell.rjust(width)}" for line, cell in zip(lines, shared, strict=True)]
     return "\n".join(lines)
+
+
+def _fragments(row: DomainRow) -> str:
+    """GPUs shared by fractional pods and what is left on them: fragmented, not free."""
+    return f"{row.fragmented} GPUs fragmented ({row.fragment_free / MILLI:g} free)"
 
 
 def _prefix(rows: Sequence[DomainRow], i: int) -> str:

@@ -4,14 +4,15 @@
 something, which a job asking for whole nodes cannot use. Nodes that are not ready or are
 cordoned offer no free GPUs at all; their GPUs still count as allocated if pods use them
 (`phalanx.core.gpus`, the one definition). Fractions are kept here: the gauges add up
-milli-GPUs, where the topology counts whole free GPUs per node.
+milli-GPUs, where the topology counts whole free GPUs per node: the free parts of GPUs
+that fractional pods share count here as free (on a partly busy node).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.gpus import MILLI, node_gpus, takes_pods
+from phalanx.core.gpus import MILLI, gpus_at, takes_pods
 from phalanx.core.names import GPU
 from phalanx.core.snapshot import Snapshot
 
@@ -31,17 +32,18 @@ def gpu_usage(snapshot: Snapshot) -> GpuUsage:
     index = snapshot.index
     allocated = free = unusable = 0
     fully_free = gpu_nodes = 0
-    for node, node_free in zip(index.nodes, index.free, strict=True):
+    for position, node in enumerate(index.nodes):
         if node.allocatable.get(GPU, 0) <= 0:
             continue
         gpu_nodes += 1
-        counts = node_gpus(node, node_free.get(GPU, 0))
+        counts = gpus_at(index, position)
         allocated += counts.used
         if not takes_pods(node):
             continue
-        free += counts.free
+        idle = counts.free + counts.fragment_free
+        free += idle
         if counts.used > 0:
-            unusable += counts.free
+            unusable += idle
         else:
             fully_free += 1
     return GpuUsage(

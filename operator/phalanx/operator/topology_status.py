@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.gpus import domain_gpus
+from phalanx.core.gpus import DomainGpus, domain_gpus
 from phalanx.core.names import GroupKey, key_of
 from phalanx.core.resources import format_amount
 from phalanx.core.snapshot import Snapshot
@@ -37,20 +37,22 @@ def topology_status(snapshot: Snapshot, name: str) -> dict[str, Any] | None:
         return None
     tree = index.tree(name)
     counts = domain_gpus(snapshot, name)
-    rows = [
-        {
-            "level": tree.level_name(domain),
-            "name": tree.name(domain),
-            "parent": tree.name(tree.parent[domain]) or None,
-            "nodes": counts[domain].nodes,
-            "gpus": counts[domain].gpus,
-            "freeGpus": counts[domain].free_gpus,
-        }
-        for domain in range(1, tree.size)
-    ]
+    rows = [_row(tree.level_name(d), tree.name(d), tree.name(tree.parent[d]) or None, counts[d])
+            for d in range(1, tree.size)]
     return {
         "levels": len(tree.levels),
         "domains": len(rows),
         "nodes": len(index.nodes),
         "tree": rows,
     }
+
+
+def _row(level: str | None, name: str, parent: str | None, counts: DomainGpus) -> dict[str, Any]:
+    """One domain; the fragmented GPUs (shared by fractional pods) only where there are."""
+    row: dict[str, Any] = {"level": level, "name": name, "parent": parent,
+                           "nodes": counts.nodes, "gpus": counts.gpus,
+                           "freeGpus": counts.free_gpus}
+    if counts.fragmented:
+        row["fragmentedGpus"] = counts.fragmented
+        row["fragmentedFreeMilli"] = counts.fragment_free
+    return row
