@@ -65,6 +65,13 @@ async def no_device_over_one_gpu(cluster: LocalCluster) -> None:
         assert not whole & parts, (name, usage.shares)
 
 
+async def fragmented_shown(cluster: LocalCluster) -> bool:
+    """The NetworkTopology status counts the GPUs fractional pods share as fragmented."""
+    status = (await kubectl_json(cluster, "get", "ntopo", "default")).get("status") or {}
+    root = [row for row in status.get("tree") or [] if not row.get("parent")]
+    return sum(row.get("fragmentedGpus", 0) for row in root) >= 1
+
+
 def devices_written(pods: dict[str, dict[str, Any]], name: str) -> list[int]:
     text = (pods[name]["metadata"].get("annotations") or {}).get(INDEX, "")
     return [int(i) for i in text.split(",")] if text else []
@@ -74,12 +81,15 @@ async def test_fractional_and_mixed_gangs_share_devices_across_an_operator_resta
     ready_nodes: LocalCluster, namespace: str
 ) -> None:
     cluster = ready_nodes
-    first_wave = [shared(f"half-{i}", "0.5") for i in range(3)] + mixed_gang("mix")
+    # 2.3 GPUs of fractions: at least one GPU stays partly used (fragmented)
+    first_wave = [shared(f"half-{i}", "0.5") for i in range(3)] + [shared("third", "0.3")]
+    first_wave += mixed_gang("mix")
     await apply(cluster, first_wave, namespace)
     names = [o["metadata"]["name"] for o in first_wave if o["kind"] == "Pod"]
     operator = start_operator(cluster)
     try:
         await eventually(lambda: all_bound(cluster, namespace, names), 90)
+        await eventually(lambda: fragmented_shown(cluster), 60)
     finally:
         kill_operator(operator)
     pods = await pods_in(cluster, namespace)
