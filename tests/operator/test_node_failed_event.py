@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from operator_fakes import FakeApi, podgroup, settled_cycle
-from test_scheduler import cluster, gpu_pod
+from test_scheduler import cluster, gpu_pod, upstream_group, upstream_member
 
 from phalanx.config import Settings
 from phalanx.operator.cache import ClusterCache
@@ -62,3 +62,20 @@ async def test_a_failed_node_is_named_once_per_cause_not_per_number() -> None:
         {"type": "Ready", "status": "False"}]
     (second,) = await cycle()
     assert second.startswith("node n0 (NotReady), node n1 (deleted) of this gang failed")
+
+
+async def test_a_kubernetes_podgroup_with_a_pod_on_a_failed_node_is_told_too() -> None:
+    """Kubernetes' own PodGroup has no placement in its status: the node is named from the
+    gang's pod still on it."""
+    members = [upstream_member("a", "n0"), upstream_member("b", "n1")]
+    objects = cluster(upstream_group(2), *members)
+    by_name(objects, "Node", "n1")["status"]["conditions"] = [
+        {"type": "Ready", "status": "False"}]
+    api = FakeApi()
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                          clock=lambda: 1000.0)
+    await settled_cycle(scheduler)
+    (event,) = [b for m, p, b in api.calls
+                if p.endswith("/events") and b["reason"] == "NodeFailed"]
+    assert event["involvedObject"]["name"] == "up"
+    assert event["message"].startswith("node n1 (NotReady) of this gang failed")

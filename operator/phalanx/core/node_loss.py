@@ -8,12 +8,21 @@ Pure: node facts come from the snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from phalanx.core.model import Taint, Toleration
+from phalanx.core.predicates import tolerated
 from phalanx.core.snapshot import ClusterIndex
 
 NO_EXECUTE = "NoExecute"
+# Set by the node lifecycle controller (not-ready, unreachable) or by an admin on a node
+# shut down for good (out-of-service); pods tolerate the first two for tolerationSeconds.
+FAILURE_TAINTS = frozenset({
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/out-of-service",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +34,15 @@ class LostNode:
         return f"{self.node} ({self.why})"
 
 
-def lost_nodes(placed_on: Iterable[str], index: ClusterIndex) -> tuple[LostNode, ...]:
-    """The nodes among `placed_on` that failed, sorted by name."""
+def lost_nodes(
+    placed_on: Iterable[str],
+    index: ClusterIndex,
+    tolerations: Sequence[tuple[Toleration, ...]] = (),
+) -> tuple[LostNode, ...]:
+    """The nodes among `placed_on` that failed, sorted by name. `tolerations`: those of
+    the gang's pods, one tuple per pod; a NoExecute taint they all tolerate (a GPU pool's
+    own taint) is no failure, unless it is one of Kubernetes' node-failure taints (which
+    pods tolerate only for a while). Without pods to ask, every NoExecute taint counts."""
     lost = []
     for name in sorted(set(placed_on)):
         position = index.node_position.get(name)
@@ -34,12 +50,19 @@ def lost_nodes(placed_on: Iterable[str], index: ClusterIndex) -> tuple[LostNode,
             lost.append(LostNode(name, "deleted"))
             continue
         node = index.nodes[position]
-        taint = next((t for t in node.taints if t.effect == NO_EXECUTE), None)
+        taint = next((t for t in node.taints if t.effect == NO_EXECUTE
+                      and _evicts(t, tolerations)), None)
         if not node.ready:
             lost.append(LostNode(name, "NotReady"))
         elif taint is not None:
             lost.append(LostNode(name, f"tainted {taint.key}:{NO_EXECUTE}"))
     return tuple(lost)
+
+
+def _evicts(taint: Taint, tolerations: Sequence[tuple[Toleration, ...]]) -> bool:
+    if taint.key in FAILURE_TAINTS or not tolerations:
+        return True
+    return not all(tolerated(pod, taint) for pod in tolerations)
 
 
 def lost_message(lost: tuple[LostNode, ...]) -> str:

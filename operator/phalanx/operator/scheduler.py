@@ -324,8 +324,14 @@ class Scheduler:
             if group is None or decision.implicit:
                 continue
             placed = self._pods(snapshot, decision.group, pods, waiting=False)
+            # The placement outlives pods evicted from a failed node; Kubernetes' own
+            # PodGroups have none, their pods still on the node name it.
             placement = (group.get("status") or {}).get("placement") or {}
-            lost = lost_nodes(placement.get("nodes") or (), snapshot.index)
+            on_nodes = [str(p.get("spec", {}).get("nodeName")) for p in placed]
+            members = snapshot.index.members.get(GroupKey(decision.group))
+            tolerations = [p.tolerations for p in members.pods] if members else []
+            lost = lost_nodes([*(placement.get("nodes") or ()), *on_nodes], snapshot.index,
+                              tolerations)
             if lost:
                 self.writes.event(node_failed_event(group, lost, decision, placed))
             info = snapshot.index.groups.get(GroupKey(decision.group))
