@@ -173,3 +173,15 @@ def test_a_waiting_fraction_says_what_it_asks_and_why_nodes_refuse() -> None:
     memory = cycle(node("n", gpus=2), pod("mem", gpus=0, gpu_memory=5000))
     assert "1 node(s) had no nvidia.com/gpu.memory label" in memory.decision(
         "default/mem").message
+
+
+def test_fractions_count_against_the_queue_capability_by_the_part_they_ask() -> None:
+    from phalanx.core import QueueInfo
+
+    team = QueueInfo("team", capability={"nvidia.com/gpu": 1000})
+    running = share("r", 300, node_name="n", gpu_devices=(0,), group="run")
+    waiting = [share(f"w{i}", 300, group=f"w{i}", creation=float(i)) for i in range(3)]
+    groups = [group(g, 1, queue="team") for g in ("run", "w0", "w1", "w2")]
+    result = cycle(node("n", gpus=4), running, waiting, groups, team)
+    assert sorted(b.pod for b in result.bindings) == ["default/w0", "default/w1"]
+    assert result.decision("default/w2").reason == "QueueCapability"

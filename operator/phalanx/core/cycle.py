@@ -19,6 +19,7 @@ from phalanx.core.nomination import Nomination
 from phalanx.core.placement import GangPlacement, GangRequest, place_gang
 from phalanx.core.preemption.cycle import Failure, Preemptions
 from phalanx.core.queues import QueueLedger
+from phalanx.core.resources import charged
 from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement
 from phalanx.core.routes import Route, route_of
 from phalanx.core.shapes import Shape, demand_of
@@ -222,7 +223,7 @@ def _place_extras(
 ) -> None:
     """Elastic pods beyond the gang, one at a time, near the group's other pods."""
     for pod, shape in zip(work.extras, work.shapes[work.mandatory :], strict=True):
-        if ledger.shortfall(work.queue, pod.requests) is not None:
+        if ledger.shortfall(work.queue, charged(pod)) is not None:
             outcome.extras_waiting += 1
             continue
         anchors = _anchors(state, work, outcome)
@@ -231,7 +232,7 @@ def _place_extras(
         if placed is None:
             outcome.extras_waiting += 1
             continue
-        ledger.add(work.queue, pod.requests)
+        ledger.add(work.queue, charged(pod))
         outcome.bound.extend(placed.assignments)
         if outcome.gang is None:
             outcome.gang = placed

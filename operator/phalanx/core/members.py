@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from phalanx.core.model import GroupInfo, PodInfo
-from phalanx.core.names import DEFAULT_QUEUE, GroupKey
+from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.resources import Resources
 from phalanx.core.result import PodCounts
 from phalanx.core.shapes import Shape, demand_of, shapes_of
@@ -57,6 +57,8 @@ class GroupWork:
         for shape, count in self.gang_demand():
             for name, amount in shape.requests:
                 total[name] = total.get(name, 0) + amount * count
+            if shape.gpu_milli:  # charged as `resources.charged` charges a pod
+                total[GPU] = total.get(GPU, 0) + shape.gpu_milli * count
         return total
 
     def running_requests(self) -> Resources:

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from phalanx.core.model import PodInfo
 from phalanx.core.names import CPU, GPU, MEMORY
 
 Resources = Mapping[str, int]
 EMPTY: Resources = {}
+
+
+def charged(pod: PodInfo) -> Resources:
+    """What a pod counts against its queue: its requests, plus the part of one GPU a
+    fractional pod asks for by `gpu-fraction` (so 4 pods of 0.25 use 1 GPU of quota). A
+    `gpu-memory` ask counts no GPU: its part depends on the node it lands on."""
+    if not pod.gpu_milli:
+        return pod.requests
+    return {**pod.requests, GPU: pod.requests.get(GPU, 0) + pod.gpu_milli}
 
 
 def add(left: Resources, right: Resources) -> dict[str, int]:

@@ -36,6 +36,7 @@ from phalanx.core.names import (
     key_of,
 )
 from phalanx.core.predicates import NO_CONSTRAINTS, static_exclusion
+from phalanx.core.resources import charged
 from phalanx.core.result import Binding, PodCounts
 from phalanx.core.shapes import Shape, same_shape, shape_of
 from phalanx.topology.tree import DomainTree, tree_for
@@ -271,9 +272,10 @@ class ClusterIndex:
 
 
 def total_requests(pods: Sequence[PodInfo]) -> dict[str, int]:
+    """What the pods count against their queue (`resources.charged`), added up."""
     total: dict[str, int] = {}
     for pod in pods:
-        for name, amount in pod.requests.items():
+        for name, amount in charged(pod).items():
             total[name] = total.get(name, 0) + amount
     return total
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from phalanx.core.gpus import DomainGpus, domain_gpus
 from phalanx.core.names import GroupKey, key_of
-from phalanx.core.resources import format_amount
+from phalanx.core.resources import charged, format_amount
 from phalanx.core.snapshot import Snapshot
 
 
@@ -21,7 +21,7 @@ def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
         if group is None:
             continue
         queue = totals.setdefault(group.queue, {})
-        for name, amount in pod.requests.items():
+        for name, amount in charged(pod).items():
             queue[name] = queue.get(name, 0) + amount
     return {
         queue: {name: format_amount(name, milli) for name, milli in sorted(used.items()) if milli}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from phalanx.core.model import PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
-from phalanx.core.resources import total_of
+from phalanx.core.resources import charged, total_of
 from phalanx.core.snapshot import ClusterIndex, GroupPods, is_ours
 
 
@@ -113,7 +113,7 @@ def _unit(
     """`placed`: pods on known nodes; `requests`: their total, when the caller knows it."""
     position = index.node_position
     if requests is None:
-        requests = placed[0].requests if len(placed) == 1 else total_of(p.requests for p in placed)
+        requests = charged(placed[0]) if len(placed) == 1 else total_of(map(charged, placed))
     starts = [p.started_at for p in placed if p.started_at is not None]
     return Unit(
         key=key,
