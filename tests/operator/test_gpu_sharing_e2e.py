@@ -45,9 +45,19 @@ def mixed_gang(name: str) -> list[dict[str, Any]]:
     return [group, whole, shared(f"{name}-1", "0.25", name), shared(f"{name}-2", "0.25", name)]
 
 
-async def all_bound(cluster: LocalCluster, namespace: str, names: list[str]) -> bool:
+class Unbound(list[str]):
+    """Falsy while some pods are unbound; a timeout's message names them."""
+
+    def __bool__(self) -> bool:
+        return not super().__len__()
+
+    def __repr__(self) -> str:
+        return f"unbound: {', '.join(self)}" if super().__len__() else "all bound"
+
+
+async def all_bound(cluster: LocalCluster, namespace: str, names: list[str]) -> Unbound:
     pods = await pods_in(cluster, namespace)
-    return all(pods.get(n, {}).get("spec", {}).get("nodeName") for n in names)
+    return Unbound(n for n in names if not pods.get(n, {}).get("spec", {}).get("nodeName"))
 
 
 async def no_device_over_one_gpu(cluster: LocalCluster) -> None:
