@@ -69,3 +69,31 @@ async def test_status_kubectl_and_core_agree_on_free_gpus_per_domain() -> None:
             assert status[name] == free, name
         leaf = name.rsplit("/", 1)[-1] or "default"
         assert kubectl[leaf] == free, name
+
+
+def shared_pod(name: str, fraction: str, node_name: str, device: int) -> Obj:
+    body = pod(name, 0, node_name=node_name)
+    body["metadata"]["annotations"] = {"scheduling.phalanx.io/gpu-fraction": fraction,
+                                       "scheduling.phalanx.io/gpu-index": str(device)}
+    return body
+
+
+async def test_status_kubectl_and_core_agree_on_fragmented_gpus() -> None:
+    """GPUs that fractional pods share are not free, in all three, and all three say how
+    many are fragmented."""
+    objects = [*cluster(), shared_pod("a", "0.25", "n5", 0), shared_pod("b", "0.5", "n5", 1)]
+    snapshot = snapshot_from_objects(objects)
+    tree = snapshot.index.tree("default")
+    counts = domain_gpus(snapshot, "default")
+    core = {tree.name(d): (counts[d].free_gpus, counts[d].fragmented) for d in range(tree.size)}
+    assert core["r2"] == (14, 2)
+    api = FakeApi()
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
+    (status,) = [b["status"] for m, p, b in api.calls
+                 if p.endswith("/networktopologies/default/status")]
+    rows = {row["name"]: (row["freeGpus"], row.get("fragmentedGpus", 0)) for row in status["tree"]}
+    assert rows["r2"] == core["r2"] and rows["r0"] == core["r0"] == (8, 0)
+    out = io.StringIO()
+    assert plugin.main(["topology", "--all-levels"], out=out, runner=FakeKubectl(objects)) == 0
+    line = next(row for row in out.getvalue().splitlines() if " r2 " in row)
+    assert "14/16 GPUs free" in line and "2 GPUs fragmented (1.25 free)" in line
