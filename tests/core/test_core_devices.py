@@ -113,14 +113,17 @@ def test_fractional_pods_pack_onto_the_partly_used_node() -> None:
     assert [(b.node, b.devices) for b in result.bindings] == [("b", (DeviceShare(3, 250),))]
 
 
-def test_preemption_for_a_whole_gpu_evicts_the_whole_gpu_pod_not_the_fractions() -> None:
-    """The fractions on device 1 would free no whole device; the whole pod on device 0
-    does, so it is the victim."""
+def test_preemption_for_a_whole_gpu_evicts_the_least_gpu_work() -> None:
+    """Either GPU can be freed: the whole-GPU pod on device 0 (1 GPU of work) or both
+    fractions on device 1 (0.9 GPU): the fewest GPUs go, as for any victims."""
     running = [
         pod("low", gpus=1, node_name="n", gpu_devices=(0,), priority=0),
         share("s-0", 500, node_name="n", gpu_devices=(1,), priority=0),
         share("s-1", 400, node_name="n", gpu_devices=(1,), priority=0),
     ]
+    result = cycle(node("n", gpus=2), running, pod("urgent", gpus=1, priority=100))
+    assert sorted(e.pod for e in result.evictions) == ["default/s-0", "default/s-1"]
+    running[2] = share("s-1", 400, node_name="n", gpu_devices=(1,), priority=500)
     result = cycle(node("n", gpus=2), running, pod("urgent", gpus=1, priority=100))
     assert [e.pod for e in result.evictions] == ["default/low"]
 
@@ -185,3 +188,26 @@ def test_fractions_count_against_the_queue_capability_by_the_part_they_ask() -> 
     result = cycle(node("n", gpus=4), running, waiting, groups, team)
     assert sorted(b.pod for b in result.bindings) == ["default/w0", "default/w1"]
     assert result.decision("default/w2").reason == "QueueCapability"
+
+
+def test_a_whole_gpu_preemptor_evicts_the_fractions_sharing_one_gpu() -> None:
+    held = [share(f"low{i}", 500, node_name="n", gpu_devices=(0,), priority=0) for i in range(2)]
+    result = cycle(node("n", gpus=1), held, pod("high", gpus=1, priority=100))
+    assert sorted(e.pod for e in result.evictions) == ["default/low0", "default/low1"]
+
+
+def test_only_the_gpu_whose_sharers_may_all_go_is_freed() -> None:
+    """Device 1 also holds a pod of higher priority: evicting its low sharer frees nothing."""
+    held = [share("low0", 500, node_name="n", gpu_devices=(0,), priority=0),
+            share("low1", 500, node_name="n", gpu_devices=(1,), priority=0),
+            share("mid", 500, node_name="n", gpu_devices=(1,), priority=200)]
+    result = cycle(node("n", gpus=2), held, pod("high", gpus=1, priority=100))
+    assert [e.pod for e in result.evictions] == ["default/low0"]
+
+
+def test_a_fractional_preemptor_evicts_one_sharer_not_a_whole_gpu_pod() -> None:
+    held = [share("low-part", 500, node_name="n", gpu_devices=(0,), priority=0),
+            share("mid-part", 500, node_name="n", gpu_devices=(0,), priority=200),
+            pod("low-whole", gpus=1, node_name="n", gpu_devices=(1,), priority=0)]
+    result = cycle(node("n", gpus=2), held, share("high", 500, priority=100))
+    assert len(result.evictions) == 1

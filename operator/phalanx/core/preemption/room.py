@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from phalanx.core.device_choice import DEVICE
 from phalanx.core.model import PodInfo
+from phalanx.core.names import GPU
 from phalanx.core.preemption.units import Unit
 from phalanx.core.shapes import Shape
 from phalanx.core.state import CycleState
@@ -87,8 +89,19 @@ class DomainRoom:
             requests = pod.requests
             for i, name in enumerate(names):
                 amounts[i] += requests.get(name, 0)
+            if pod.fractional and GPU in names:
+                amounts[names.index(GPU)] += self._shared_part(pod, node)
             amounts[-1] += 1
         return tuple((node, tuple(a[:-1]), a[-1]) for node, a in per_node.items())
+
+    def _shared_part(self, pod: PodInfo, node: int) -> int:
+        """What a fractional victim frees of whole GPUs, estimated high: its part plus
+        what is still free on its GPU (the GPU is whole again only once all its sharers
+        go, and the estimate of each of them covers that). Never short, so no option is
+        missed; the confirming placement decides with the exact devices."""
+        shares = self.state.index.device_usage(node).shares.get(pod.key, ())
+        used = self.state.devices(node)
+        return sum(min(DEVICE, s.milli + max(0, DEVICE - used[s.index])) for s in shares)
 
     def _apply(self, vector: Vector, sign: int) -> None:
         inside, width = self.inside, len(self.names)
