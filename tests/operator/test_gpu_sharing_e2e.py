@@ -5,6 +5,7 @@ pods, and no device ever holds more than one GPU."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -159,3 +160,28 @@ async def _unschedulable(cluster: LocalCluster, namespace: str, name: str) -> di
     return found if found.get("status") == "True" else {}
 
 
+
+
+async def test_gate_mode_writes_the_devices_with_the_ungate_and_kube_scheduler_binds_there(
+    ready_nodes: LocalCluster, namespace: str
+) -> None:
+    cluster = ready_nodes
+    group, *members = gang("gated-share", 3, gpus=0, gated=True)
+    for member in members:
+        member["metadata"]["annotations"][FRACTION] = "0.3"
+    names = [m["metadata"]["name"] for m in members]
+    await asyncio.to_thread(cluster.start_scheduler)
+    operator = start_operator(cluster)
+    try:
+        await apply(cluster, [group, *members], namespace)
+        await eventually(lambda: all_bound(cluster, namespace, names), 90)
+        pods = await pods_in(cluster, namespace)
+        for name in names:
+            spec = pods[name]["spec"]
+            assert spec["schedulerName"] == "default-scheduler"  # kube-scheduler bound it
+            assert len(devices_written(pods, name)) == 1, name
+        assert len({(pods[n]["spec"]["nodeName"], *devices_written(pods, n)) for n in names}) == 1
+        await no_device_over_one_gpu(cluster)
+    finally:
+        stop_operator(operator)
+        await asyncio.to_thread(cluster.stop_scheduler)
