@@ -211,3 +211,13 @@ def test_a_fractional_preemptor_evicts_one_sharer_not_a_whole_gpu_pod() -> None:
             pod("low-whole", gpus=1, node_name="n", gpu_devices=(1,), priority=0)]
     result = cycle(node("n", gpus=2), held, share("high", 500, priority=100))
     assert len(result.evictions) == 1
+
+
+def test_gpu_memory_above_every_gpu_is_unresolvable_and_says_so() -> None:
+    from phalanx.core.status import StatusCode
+
+    labelled = node("n", gpus=8, labels={GPU_MEMORY_LABEL: "40000"})
+    result = cycle(labelled, pod("huge", gpus=0, gpu_memory=80000))
+    decision = result.decision("default/huge")
+    assert decision.code == StatusCode.UNRESOLVABLE
+    assert "1 node(s) had GPUs with less memory than asked" in decision.message
