@@ -153,12 +153,20 @@ def test_choose_devices_is_best_fit_with_ties_to_the_lowest_index() -> None:
 
 
 def test_a_whole_gpu_pod_waiting_on_shared_gpus_is_told_so_with_numbers() -> None:
-    held = [share(f"h{n}{i}", 250, node_name=n, gpu_devices=(i,)) for n in "abc" for i in range(4)]
-    nodes = [node(n, gpus=8) for n in "abc"]
-    result = cycle(nodes, held, pod("big", gpus=8))
-    message = result.decision("default/big").message
-    assert "21 GPUs free in total but 9 of them only in parts of GPUs shared" in message
-    assert "at most 4 whole free GPUs on one node, each pod needs 8" in message
+    """Each node has 3 GPUs free, but in quarters of 4 shared GPUs: packed, they would
+    take the 2-GPU pod; as they are, no node can."""
+    held = [share(f"h{n}{i}", 250, node_name=n, gpu_devices=(i,)) for n in "ab" for i in range(4)]
+    result = cycle([node(n, gpus=4) for n in "ab"], held, pod("two", gpus=2))
+    message = result.decision("default/two").message
+    assert ("2 node(s) have 6 GPUs free but only 0 whole: the rest are parts of GPUs shared "
+            "by fractional pods (each pod needs 2 whole)") in message
+
+
+def test_no_fragmentation_sentence_when_packing_the_fractions_would_not_help() -> None:
+    """One GPU of fractions per node, spread over 4 GPUs: 7 GPUs free, never 8."""
+    held = [share(f"h{n}{i}", 250, node_name=n, gpu_devices=(i,)) for n in "ab" for i in range(4)]
+    result = cycle([node(n, gpus=8) for n in "ab"], held, pod("big", gpus=8))
+    assert "shared" not in result.decision("default/big").message
 
 
 def test_no_fragmentation_sentence_when_no_gpu_is_shared() -> None:

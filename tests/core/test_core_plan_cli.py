@@ -195,3 +195,21 @@ def test_evictions_are_listed_in_json_and_table(
     code, out, _ = run(capsys, "-f", "-")
     assert code == 0
     assert "EVICT" in out and "ns/low-0  ns/low  Preempted  ns/high" in out
+
+
+def test_the_gpu_sharing_example_plans_fractions_and_a_mixed_gang(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sharing = EXAMPLE.parent.parent / "gpu-sharing.yaml"
+    text = EXAMPLE.read_text() + "\n---\n" + sharing.read_text()
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    code, out, _ = run(capsys, "-f", "-", "-o", "json")
+    assert code == 0
+    document = json.loads(out)
+    devices = {b["pod"]: b["devices"] for b in document["bindings"]}
+    assert devices["default/notebook"][0]["fraction"] == 0.25
+    gang = [devices[f"default/train-eval-{p}"] for p in ("trainer", "eval-0", "eval-1")]
+    assert [d[0]["fraction"] for d in gang] == [1.0, 0.5, 0.5]
+    assert gang[1] == gang[2]  # the two halves share one GPU
+    inference = next(g for g in document["groups"] if g["group"] == "default/inference")
+    assert "nvidia.com/gpu.memory label" in inference["message"]  # no node says its memory

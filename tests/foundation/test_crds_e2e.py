@@ -16,7 +16,9 @@ from phalanx.cluster import LocalCluster
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = ["queue.yaml", "topology.yaml", "gang-rack.yaml", "volcano-style.yaml"]
+EXAMPLES = [
+    "queue.yaml", "topology.yaml", "gang-rack.yaml", "volcano-style.yaml", "gpu-sharing.yaml",
+]
 CRD_NAMES = [
     "podgroups.scheduling.phalanx.io",
     "queues.scheduling.phalanx.io",

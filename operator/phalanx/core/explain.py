@@ -149,28 +149,30 @@ def _no_device(state: CycleState, shape: Shape, node: int) -> str:
 
 
 def fragmentation(state: CycleState, shape: Shape) -> str:
-    """"N GPUs free in total but M of them only in parts ..." when the free GPUs a
-    whole-GPU pod of this shape could use are split into parts of shared GPUs (the pod
-    needs whole ones); "" when no GPU is shared or the pod asks for no whole GPU."""
+    """Names the nodes that would take a whole-GPU pod of this shape if the fractions on
+    them were packed onto fewer GPUs (their free GPUs are split into parts of shared
+    GPUs): "" when there are none, so the sentence appears only when fragmentation is
+    why the pod waits there."""
     per_pod = dict(shape.requests).get(GPU, 0)
     if not per_pod:
         return ""
     static = state.static(shape.constraints)
-    whole = spare = best = 0
+    nodes = whole = idle = 0
     for i in range(len(state.index.nodes)):
         if static[i] is not None:
             continue
         free = max(0, state.free[i].get(GPU, 0))
-        whole += free
-        spare += state.fragment_free(i)
-        best = max(best, free)
-    if not spare:
+        spare = state.fragment_free(i) if free < per_pod else 0
+        if spare and (free + spare) // DEVICE * DEVICE >= per_pod:
+            nodes += 1
+            whole += free
+            idle += free + spare
+    if not nodes:
         return ""
     return (
-        f"{format_amount(GPU, whole + spare)} GPUs free in total but "
-        f"{format_amount(GPU, spare)} of them only in parts of GPUs shared by fractional pods;"
-        f" at most {format_amount(GPU, best)} whole free GPUs on one node, each pod needs "
-        f"{format_amount(GPU, per_pod)}"
+        f"{nodes} node(s) have {format_amount(GPU, idle)} GPUs free but only "
+        f"{format_amount(GPU, whole)} whole: the rest are parts of GPUs shared by fractional "
+        f"pods (each pod needs {format_amount(GPU, per_pod)} whole)"
     )
 
 
