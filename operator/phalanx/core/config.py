@@ -12,7 +12,9 @@ from phalanx.core.names import DEFAULT_TOPOLOGY
 class SchedulerConfig:
     """`topology_aware=False` ignores every NetworkTopology (the gang-* baselines);
     `node_order` "binpack" fills busy nodes first, "spread" puts each pod on the
-    least allocated node (kube-scheduler's LeastAllocated).
+    least allocated node (kube-scheduler's LeastAllocated); `fragmentation_aware` puts a
+    lone pod on the node where it leaves the least GPU unusable for the workload's typical
+    pods (`phalanx.core.node_choice`; off for the gang-* baselines).
 
     `preemption` lets a gang that cannot be placed evict lower-priority gangs of its
     queue, and a queue below its guarantee reclaim from queues above theirs;
@@ -28,6 +30,7 @@ class SchedulerConfig:
 
     topology_aware: bool = True
     node_order: Literal["binpack", "spread"] = "binpack"
+    fragmentation_aware: bool = True
     default_topology: str = DEFAULT_TOPOLOGY
     max_message_length: int = 1024
     preemption: bool = True

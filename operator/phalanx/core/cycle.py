@@ -162,6 +162,7 @@ def _request(
         sub_group=route.sub_group,
         anchors=anchors,
         spread=config.node_order == "spread",
+        fragmentation=config.fragmentation_aware,
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from phalanx.core.model import PodInfo
+from phalanx.core.node_choice import CANDIDATES, least_fragmenting
 from phalanx.core.shapes import Shape, demand_of
 from phalanx.core.state import CycleState
 from phalanx.topology.tree import ROOT, ROOT_LEVEL, DomainTree
@@ -43,6 +44,8 @@ class GangRequest:
     sub_group: tuple[int, int] | None = None
     anchors: tuple[int, ...] = ()
     spread: bool = False
+    fragmentation: bool = False
+    """Place a lone pod on the node it fragments least (`phalanx.core.node_choice`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +238,10 @@ def _split(
                 return indexed
         node_counts = state.shape(shape).node
         items = [(node_counts[i], i) for i in tree.nodes_under[domain] if node_counts[i] > 0]
+        if request.fragmentation and count == 1 and not request.spread:
+            node = least_fragmenting(state, shape, [i for _, i in items])
+            if node is not None:
+                return [(node, 1)]
         return _spread(items, count) if request.spread else pack(items, count)
     aggregate = state.domain_counts(shape, request.topology)
     items = [(aggregate[c], c) for c in children if aggregate[c] > 0]
@@ -254,7 +261,13 @@ def _leaf_plan(
     if request.spread:
         most = rooms.most() if count == 1 else None
         return [(most[1], 1)] if most is not None else None
-    node = next(iter(rooms.tightest(count)), None)
+    if request.fragmentation and count == 1:
+        tight = rooms.tightest_few(1, CANDIDATES)
+        seen = set(tight)
+        first = [n for n in rooms.lowest(1, CANDIDATES) if n not in seen]
+        node = least_fragmenting(state, shape, [*tight, *first])
+    else:
+        node = next(iter(rooms.tightest(count)), None)
     return [(node, count)] if node is not None else None
 
 

@@ -12,7 +12,7 @@ buckets. Order within a room is by member id, as the sorts it replaces used.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from heapq import heappop, heappush
+from heapq import heappop, heappush, nsmallest
 
 
 class RoomIndex:
@@ -78,6 +78,24 @@ class RoomIndex:
         """Members with room >= need (>= 1), by (room, id): least room left first."""
         rooms = sorted(r for r in self.buckets if r >= need)
         return self._walk(rooms)
+
+    def tightest_few(self, need: int, limit: int) -> list[int]:
+        """The first `limit` members of `tightest(need)`, without sorting whole buckets."""
+        chosen: list[int] = []
+        for room in sorted(r for r in self.buckets if r >= need):
+            bucket, wanted = self.buckets[room], limit - len(chosen)
+            chosen.extend(sorted(bucket) if len(bucket) <= wanted else nsmallest(wanted, bucket))
+            if len(chosen) >= limit:
+                break
+        return chosen
+
+    def lowest(self, need: int, limit: int) -> list[int]:
+        """The `limit` lowest ids with room >= need (first fit order), any room."""
+        found: list[int] = []
+        for room, bucket in self.buckets.items():
+            if room >= need:
+                found.extend(nsmallest(limit, bucket) if len(bucket) > limit else bucket)
+        return nsmallest(limit, found) if len(found) > limit else sorted(found)
 
     def roomiest(self, need: int) -> Iterator[int]:
         """Members with room >= need (>= 1), by (-room, id): most room first."""

@@ -20,6 +20,7 @@ from phalanx.core.devices import (
     slots,
     take,
 )
+from phalanx.core.fragmentation import ShapeMix
 from phalanx.core.model import PodInfo
 from phalanx.core.names import GPU, PODS, PodKey
 from phalanx.core.near_not_ready import nodes_near_not_ready
@@ -80,6 +81,16 @@ class CycleState:
         self._used: dict[int, list[int]] = {}
         self.shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
+        self._mix: ShapeMix | None = None
+
+    @property
+    def mix(self) -> ShapeMix:
+        """The workload's typical GPU pod shapes, learned from the snapshot's pods (the
+        ones running and the ones waiting) when first asked; `ShapeMix.observe` adds
+        arrivals to a state kept across them (the packing benchmark)."""
+        if self._mix is None:
+            self._mix = ShapeMix(self.index.pods)
+        return self._mix
 
     def devices(self, node: int) -> list[int]:
         """Milli held on each GPU device of the node, kept current by placements."""

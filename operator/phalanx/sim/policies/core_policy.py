@@ -124,7 +124,10 @@ class CorePolicy:
         self.name = name
         self._cluster = cluster
         self._config = SchedulerConfig(
-            topology_aware=topology_aware, node_order=node_order, explain_preemption=False
+            topology_aware=topology_aware,
+            node_order=node_order,
+            explain_preemption=False,
+            fragmentation_aware=name == "phalanx",
         )
         self._nodes = node_infos(cluster)
         self._topologies = (topology_spec(cluster),) if cluster.levels else ()

@@ -83,8 +83,14 @@ class PhalanxCore:
         self._arrived += 1
         info = pod_info(pod, f"pod-{self._arrived:06d}")
         shape = shape_of(info)
+        state.mix.observe(info)
         request = GangRequest(
-            pods=(info,), shapes=(shape,), demand=((shape, 1),), topology=None, limit=ROOT_LEVEL
+            pods=(info,),
+            shapes=(shape,),
+            demand=((shape, 1),),
+            topology=None,
+            limit=ROOT_LEVEL,
+            fragmentation=True,
         )
         placed = place_gang(state, request)
         if placed is None:

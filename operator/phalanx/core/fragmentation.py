@@ -1,0 +1,140 @@
+"""How much of a node's free GPU the workload could no longer use: FGD's measure, extended.
+
+Weng et al. (ATC'23) score a placement by the change in a node's expected fragmentation:
+for each typical pod shape of the workload (weighted by its share), the free GPU milli that
+such a pod could not use there (all of it if the pod does not fit at all, else the free
+milli of devices too small for it). Here the typical shapes are learned online from the
+pods the core sees (`ShapeMix`: a window of recent GPU pods, the most frequent shapes
+covering 95% of them), and a shape fits only with its cpu AND memory, so a placement that
+takes the last cpu or memory of a node whose GPUs are still free counts those GPUs as lost
+(FGD counts cpu only). CPU-only shapes are left out: they use no GPU.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from phalanx.core.device_choice import DEVICE
+from phalanx.core.devices import whole_devices
+from phalanx.core.model import PodInfo
+from phalanx.core.names import CPU, MEMORY
+
+WINDOW = 4096  # recent GPU pods the shares are learned from
+COVERAGE = 0.95  # the typical shapes cover this share of them
+MAX_SHAPES = 16
+_REFRESH = 64  # new pods seen before the typical shapes are recomputed
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Profile:
+    """A GPU pod shape as fragmentation sees it: `count` devices of `milli` each."""
+
+    cpu: int
+    milli: int
+    count: int
+    memory: int = 0
+
+
+def profile_of(pod: PodInfo) -> Profile | None:
+    """None for a pod that uses no GPU (or asks for GPU memory: its part depends on the
+    node, so it is no typical shape)."""
+    cpu, memory = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
+    if pod.gpu_milli:
+        return Profile(cpu, pod.gpu_milli, 1, memory)
+    whole = whole_devices(pod)
+    return Profile(cpu, DEVICE, whole, memory) if whole else None
+
+
+class ShapeMix:
+    """The typical GPU pod shapes of the recent workload and their shares. Shapes differ
+    by cpu, part of a device and devices; memory, which varies from pod to pod, is the
+    smallest seen for the shape (a node with less memory takes none of them)."""
+
+    def __init__(self, pods: Iterable[PodInfo] = (), window: int = WINDOW) -> None:
+        self._recent: deque[Profile] = deque(maxlen=window)
+        self._counts: Counter[tuple[int, int, int]] = Counter()
+        self._memory: dict[tuple[int, int, int], int] = {}
+        self._typical: tuple[tuple[Profile, float], ...] = ()
+        self._stale = 0
+        self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
+        self._cpu_levels: list[int] = []
+        self._memory_levels: list[int] = []
+        for pod in pods:
+            self.observe(pod)
+        self._refresh()
+
+    def observe(self, pod: PodInfo) -> None:
+        profile = profile_of(pod)
+        if profile is None:
+            return
+        recent = self._recent
+        if recent.maxlen is not None and len(recent) == recent.maxlen:
+            old = recent[0]
+            key = (old.cpu, old.milli, old.count)
+            self._counts[key] -= 1
+            if not self._counts[key]:
+                del self._counts[key]
+        recent.append(profile)
+        key = (profile.cpu, profile.milli, profile.count)
+        self._counts[key] += 1
+        memory = self._memory.get(key)
+        if memory is None or profile.memory < memory:
+            self._memory[key] = profile.memory
+        self._stale += 1
+
+    def typical(self) -> tuple[tuple[Profile, float], ...]:
+        if self._stale >= _REFRESH or (self._stale and not self._typical):
+            self._refresh()
+        return self._typical
+
+    def _refresh(self) -> None:
+        self._stale = 0
+        total = sum(self._counts.values())
+        ranked = sorted(self._counts.items(), key=lambda item: (-item[1], item[0]))
+        chosen: list[tuple[Profile, int]] = []
+        covered = 0
+        for (cpu, milli, count), seen in ranked:
+            if covered >= COVERAGE * total or len(chosen) == MAX_SHAPES:
+                break
+            memory = self._memory[cpu, milli, count]
+            chosen.append((Profile(cpu, milli, count, memory), seen))
+            covered += seen
+        self._typical = tuple((profile, seen / covered) for profile, seen in chosen)
+        self._cpu_levels = sorted({p.cpu for p, _ in self._typical})
+        self._memory_levels = sorted({p.memory for p, _ in self._typical})
+        self._memo = {}
+
+    def fragmentation(self, cpu_free: int, memory_free: int, free: Sequence[int]) -> float:
+        """Expected free GPU milli of a node (free milli per device `free`) that the typical
+        shapes could not use. Depends on cpu and memory only through which shapes they
+        admit, so it is remembered by that and the devices."""
+        typical = self.typical()
+        if not typical or not any(free):
+            return 0.0
+        key = (
+            bisect_right(self._cpu_levels, cpu_free),
+            bisect_right(self._memory_levels, memory_free),
+            tuple(sorted(free)),
+        )
+        known = self._memo.get(key)
+        if known is not None:
+            return known
+        total = sum(free)
+        amount = 0.0
+        for profile, share in typical:
+            if cpu_free >= profile.cpu and memory_free >= profile.memory:
+                room = small = 0
+                for milli in free:
+                    if milli >= profile.milli:
+                        room += 1
+                    else:
+                        small += milli
+                if room >= profile.count:
+                    amount += share * small
+                    continue
+            amount += share * total
+        self._memo[key] = amount
+        return amount

@@ -1,0 +1,82 @@
+"""Which node takes one pod: the one it fragments least, first-fit among equals.
+
+For a single pod the placement hands over two bounded sets of a domain's nodes that take
+it: the `CANDIDATES` tightest (least room left for the pod's shape) and the `CANDIDATES`
+first by position (first fit). Each is graded by how much GPU the workload's typical
+shapes could no longer use there after the pod lands, its devices chosen as
+`device_choice` chooses them (`phalanx.core.fragmentation`), quantised as FGD's integer
+score is (changes within ~40 milli of a GPU count as equal); equals go to the lowest
+position, a fixed order, so the choice is a function of the cluster state alone. A GPU
+pod opens a node with every GPU free only when no partly used candidate takes it: whole
+nodes stay free for gangs. A CPU-only pod goes to a node without GPUs when one takes it,
+since there it strands nothing. Bounded sets keep the cost per pod independent of the
+cluster's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from math import exp
+
+from phalanx.core.device_choice import DEVICE, choose_devices
+from phalanx.core.devices import part_of
+from phalanx.core.names import CPU, GPU, MEMORY
+from phalanx.core.shapes import Shape
+from phalanx.core.state import CycleState
+
+CANDIDATES = 64
+
+
+def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]) -> int | None:
+    """The best candidate node for one pod of `shape` (None: none of them takes it)."""
+    requests = dict(shape.requests)
+    cpu, memory = requests.get(CPU, 0), requests.get(MEMORY, 0)
+    whole = -(-requests.get(GPU, 0) // DEVICE)
+    uses_gpu = bool(whole or shape.fractional)
+    best: tuple[tuple[int, int, int, int], int] | None = None
+    for node in candidates:
+        added = added_fragmentation(state, node, shape, cpu, memory, whole)
+        if added is None:
+            continue
+        gpus = state.index.nodes[node].gpu_count
+        opens = 1 if uses_gpu and gpus and state.free[node].get(GPU, 0) >= gpus * DEVICE else 0
+        strands = 1 if gpus and not uses_gpu else 0
+        key = (opens, grade(added), strands, node)
+        if best is None or key < best[0]:
+            best = (key, node)
+    return best[1] if best is not None else None
+
+
+def grade(added: float) -> int:
+    """Lower is better: FGD's integer score of the change (100 x sigmoid), negated."""
+    return -int(100.0 / (1.0 + exp(added / 1000.0)))
+
+
+def added_fragmentation(
+    state: CycleState, node: int, shape: Shape, cpu: int, memory: int, whole: int
+) -> float | None:
+    """Fragmentation of the node after the pod minus before (None: its devices do not
+    take the pod)."""
+    info = state.index.nodes[node]
+    if not info.gpu_count:
+        return 0.0
+    free = state.free[node]
+    cpu_free, memory_free = free.get(CPU, 0), free.get(MEMORY, 0)
+    used = state.devices(node)
+    before = [max(DEVICE - taken, 0) for taken in used]
+    after = list(before)
+    if shape.fractional:
+        milli = part_of(shape.gpu_milli, shape.gpu_memory, info)
+        chosen = choose_devices(used, milli, 1)
+        if chosen is None:
+            return None
+        after[chosen[0]] -= milli
+    elif whole:
+        chosen = choose_devices(used, DEVICE, whole)
+        if chosen is None:
+            return None
+        for index in chosen:
+            after[index] = 0
+    mix = state.mix
+    lost = mix.fragmentation(cpu_free - cpu, memory_free - memory, after)
+    return lost - mix.fragmentation(cpu_free, memory_free, before)
