@@ -9,7 +9,7 @@ CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
 .PHONY: help install tools controllers cluster-up cluster-down run demo test test-unit test-e2e \
-        lint bench bench-core bench-sim bench-e2e bench-e2e-5000 bench-smoke chaos clean
+        lint bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke chaos clean
 
 help:
 	@echo "make run     build what is missing, start the local cluster, workload controllers, the operator and a demo"
@@ -57,6 +57,9 @@ test: install tools lint bench-smoke
 bench-core: install
 	$(PYTHON) -m bench.core
 
+bench-packing: install
+	$(PYTHON) -m bench.packing
+
 bench-sim: install
 	$(PYTHON) -m bench.sim
 
@@ -67,7 +70,7 @@ bench-e2e-5000: install tools
 	$(PYTHON) -m bench.e2e --workload bench/workloads/e2e-5000.yaml --rounds 1 \
 		--output bench/results/e2e-5000.json
 
-bench: bench-core bench-sim bench-e2e
+bench: bench-core bench-packing bench-sim bench-e2e
 
 chaos: install tools
 	$(PYTHON) -m bench.chaos

@@ -4,6 +4,8 @@
                                                 # bench/results/packing.json and its table in
                                                 # bench/README.md
     python -m bench.packing --traces default --policies bestfit --seeds 1 2 3 --no-readme
+    python -m bench.packing --policies phalanx --add   # redo one policy, keep the others' runs
+    python -m bench.packing --report-only              # the README table from the JSON again
 
 Each (trace, seed) is one arrival sequence (`phalanx.sim.packing.arrivals`) that every
 policy sees; each (trace, seed, policy) is one run, spread over `--jobs` processes.
@@ -49,21 +51,22 @@ def available_policies() -> list[str]:
     return [p for p in POLICY_ORDER if p in POLICIES]
 
 
-def run_one(task: tuple[str, str, int]) -> dict[str, Any]:
+def run_one(task: tuple[str, str, int, bool]) -> dict[str, Any]:
     from phalanx.sim.packing import arrivals, read_nodes, read_trace, run_packing, whole_gpu_only
     from phalanx.sim.packing.policies import POLICIES
 
-    trace, policy, seed = task
+    trace, policy, seed, random_ties = task
     nodes = read_nodes(NODES)
     pods = read_trace(DATA / f"openb_pod_list_{trace.removesuffix(WHOLE)}.csv")
     if trace.endswith(WHOLE):
         pods = whole_gpu_only(pods)
     sequence = arrivals(pods, sum(n.gpus for n in nodes) * 1000, seed)
-    result = run_packing(POLICIES[policy](pods), nodes, sequence, seed)
+    result = run_packing(POLICIES[policy](pods), nodes, sequence, seed, random_ties)
     return {
         "trace": trace,
         "policy": policy,
         "seed": seed,
+        "ties": "random" if random_ties else "order",
         "pods": result.pods,
         "placed": result.placed,
         "allocation_at_130": result.allocation_at_demand(130),
@@ -108,10 +111,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--add", action="store_true",
                         help="keep the runs already in --output that this command does not redo")
+    parser.add_argument("--ties", choices=("order", "random"), default="order",
+                        help="order: a seeded node order breaks ties (the paper's simulator); "
+                        "random: a draw per pod (kube-scheduler's own selectHost)")
     parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--report-only", action="store_true",
+                        help="only rewrite the README table from --output")
     args = parser.parse_args(argv)
+    if args.report_only:
+        report = json.loads(args.output.read_text())
+        README.write_text(replace_section(README.read_text(), readme_section(report), BEGIN, END))
+        return 0
     policies = args.policies or available_policies()
-    tasks = [(t, p, s) for t in args.traces for s in args.seeds for p in policies]
+    ties = args.ties == "random"
+    tasks = [(t, p, s, ties) for t in args.traces for s in args.seeds for p in policies]
     started = time.time()
     runs: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

@@ -9,6 +9,7 @@ pod ever fits on them).
 from __future__ import annotations
 
 import csv
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +55,16 @@ class CapacityError(RuntimeError):
 class PackCluster:
     """Free capacity of every node; `place` is the only mutation."""
 
-    def __init__(self, nodes: Sequence[PackNode], tie_order: Sequence[int] = ()) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[PackNode],
+        tie_order: Sequence[int] = (),
+        tie_rng: random.Random | None = None,
+    ) -> None:
         self.nodes = tuple(nodes)
+        self.tie_rng = tie_rng
+        """If set, ties go to a node drawn at random for each pod instead (kube-scheduler's
+        own `selectHost`), to show what the paper's fixed order changes."""
         self.tie_rank: IntArray = np.array(
             list(tie_order) or range(len(nodes)), dtype=np.int64
         )

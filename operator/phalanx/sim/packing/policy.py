@@ -32,7 +32,11 @@ def pick_best(
     (its `selectHost` and `syncClusterResourceList`). `PackCluster.tie_rank` is that order.
     """
     best = nodes[scores == scores.max()]
-    return int(best[np.argmin(cluster.tie_rank[best])]) if len(best) > 1 else int(best[0])
+    if len(best) == 1:
+        return int(best[0])
+    if cluster.tie_rng is not None:
+        return int(best[cluster.tie_rng.randrange(len(best))])
+    return int(best[np.argmin(cluster.tie_rank[best])])
 
 
 def best_fit_device(free: IntArray, milli: int) -> int:

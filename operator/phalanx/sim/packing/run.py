@@ -63,13 +63,19 @@ def kind_of(pod: PackPod) -> str:
 
 
 def run_packing(
-    policy: PackingPolicy, nodes: Sequence[PackNode], sequence: Sequence[PackPod], seed: int
+    policy: PackingPolicy,
+    nodes: Sequence[PackNode],
+    sequence: Sequence[PackPod],
+    seed: int,
+    random_ties: bool = False,
 ) -> PackingResult:
-    """Offer every pod of `sequence` once, in order; `seed` orders the nodes for ties."""
+    """Offer every pod of `sequence` once, in order; `seed` orders the nodes for ties (or,
+    with `random_ties`, draws among tied nodes for each pod)."""
     started = time.perf_counter()
     order = list(range(len(nodes)))
-    random.Random(seed).shuffle(order)
-    cluster = PackCluster(nodes, tie_order=order)
+    rng = random.Random(seed)
+    rng.shuffle(order)
+    cluster = PackCluster(nodes, tie_order=order, tie_rng=rng if random_ties else None)
     buckets: dict[int, list[float]] = {}
     failed: dict[str, int] = {}
     arrived = placed = 0

@@ -1,0 +1,90 @@
+"""Fragmentation-aware choice of node: a lone pod goes where the workload's typical GPU
+pods lose the least, counting cpu and memory; whole nodes are opened last; CPU-only pods
+keep off GPU nodes when they can; the same state always gives the same choice."""
+
+from __future__ import annotations
+
+from core_builders import cycle, node, pod
+
+from phalanx.core import PodInfo
+from phalanx.core.config import SchedulerConfig
+from phalanx.core.fragmentation import Profile, ShapeMix
+
+GI = 2**30
+
+
+def placed(result: object) -> dict[str, str]:
+    return {b.pod: b.node for b in result.bindings}  # type: ignore[attr-defined]
+
+
+def test_typical_shapes_are_the_most_frequent_covering_95_percent() -> None:
+    pods = [pod(f"a{i}", gpus=1, cpu=4) for i in range(60)]
+    pods += [pod(f"b{i}", gpus=0, cpu=2, gpu_milli=500) for i in range(38)]
+    pods += [pod(f"c{i}", gpus=2, cpu=8) for i in range(2)]
+    pods += [pod(f"cpu{i}", gpus=0) for i in range(50)]  # CPU-only: no GPU shape
+    mix = ShapeMix(pods)
+    assert [(p.cpu, p.milli, p.count) for p, _ in mix.typical()] == [
+        (4000, 1000, 1), (2000, 500, 1)
+    ]
+    assert [round(share, 3) for _, share in mix.typical()] == [round(60 / 98, 3), 0.388]
+
+
+def test_the_window_forgets_old_pods() -> None:
+    mix = ShapeMix(window=4)
+    for i in range(70):
+        mix.observe(pod(f"old{i}", gpus=1))
+    for i in range(70):
+        mix.observe(pod(f"new{i}", gpus=2))
+    assert [p.count for p, _ in mix.typical()] == [2]
+
+
+def test_fragmentation_counts_what_the_typical_shapes_cannot_use() -> None:
+    mix = ShapeMix()
+    mix.observe(pod("whole", gpus=1, cpu=4))
+    mix.observe(pod("half", gpus=0, cpu=4, gpu_milli=500))
+    assert set(mix.typical()) == {(Profile(4000, 1000, 1, 0), 0.5), (Profile(4000, 500, 1, 0), 0.5)}
+    # devices free: 1000 and 300: whole pods lose the 300, half pods too
+    assert mix.fragmentation(8000, GI, [1000, 300]) == 300
+    # too little cpu: every free milli is lost to both
+    assert mix.fragmentation(2000, GI, [1000, 300]) == 1300
+    assert mix.fragmentation(8000, GI, [0, 0]) == 0
+
+
+def test_a_gpu_pod_does_not_take_the_cpu_that_the_nodes_other_gpus_need() -> None:
+    typical = [pod(f"t{i}", gpus=1, cpu=4, node_name="c") for i in range(2)]
+    big = pod("big", gpus=1, cpu=8)
+    result = cycle(node("a", gpus=2, cpu=8), node("b", gpus=2, cpu=32),
+                   node("c", gpus=2, cpu=8), typical, big)
+    # a is tighter for it, but would keep one GPU with no cpu left for any typical pod
+    assert placed(result) == {"default/big": "b"}
+    old = cycle(node("a", gpus=2, cpu=8), node("b", gpus=2, cpu=32),
+                node("c", gpus=2, cpu=8), typical, big,
+                config=SchedulerConfig(fragmentation_aware=False))
+    assert placed(old) == {"default/big": "a"}
+
+
+def test_a_cpu_only_pod_goes_to_a_node_without_gpus_first() -> None:
+    typical = pod("t", gpus=1, cpu=4, node_name="a-gpu")
+    result = cycle(node("a-gpu", gpus=8, cpu=64), node("b-cpu", gpus=0, cpu=64), typical,
+                   pod("web", gpus=0, cpu=4))
+    assert placed(result) == {"default/web": "b-cpu"}
+
+
+def test_a_fraction_goes_to_a_partly_used_node_before_a_whole_one() -> None:
+    held = pod("held", gpus=0, gpu_milli=500, node_name="b", gpu_devices=(3,))
+    result = cycle(node("a"), node("b"), held, pod("new", gpus=0, gpu_milli=250))
+    assert placed(result) == {"default/new": "b"}
+
+
+def test_the_same_state_gives_the_same_choice() -> None:
+    nodes = [node(f"n{i}", gpus=g, cpu=c) for i, (g, c) in
+             enumerate([(8, 96), (4, 32), (2, 16), (8, 64), (1, 8)])]
+    running: list[PodInfo] = [
+        pod("r0", gpus=0, gpu_milli=810, cpu=3, node_name="n0", gpu_devices=(0,)),
+        pod("r1", gpus=2, cpu=12, node_name="n1", gpu_devices=(0, 1)),
+        pod("r2", gpus=0, gpu_milli=470, cpu=2, node_name="n3", gpu_devices=(5,)),
+    ]
+    pending = [pod(f"p{i}", gpus=0, gpu_milli=m, cpu=2) for i, m in enumerate([470, 160, 320])]
+    pending += [pod("w", gpus=1, cpu=8), pod("c", gpus=0, cpu=6)]
+    first = cycle(nodes, running, pending)
+    assert first.bindings == cycle(list(reversed(nodes)), running, pending).bindings
