@@ -88,6 +88,11 @@ def checks(report: Mapping[str, Any]) -> tuple[list[str], list[str]]:
             judge(f"{trace}: Phalanx {alloc:.2f}% >= FGD in this harness {fgd_alloc:.2f}%",
                   alloc >= fgd_alloc, f"{trace}: allocation {alloc:.2f}% vs FGD (this harness) "
                   f"{fgd_alloc:.2f}%, {alloc - fgd_alloc:+.2f} pt")
+        if (trace, "fgd") in rows:
+            cost, fgd_cost = mine["ms_per_pod"]["mean"], rows[trace, "fgd"]["ms_per_pod"]["mean"]
+            if cost > fgd_cost:
+                losses.append(f"- {trace}: {cost:.1f} ms per pod vs FGD's {fgd_cost:.1f} "
+                              "(Phalanx: the pure-Python core; FGD: numpy over all nodes)")
         if trace.endswith("-whole") and (trace, "bestfit") in rows:
             best = rows[trace, "bestfit"]["allocation_at_130"]["mean"]
             judge(f"{trace}: Phalanx {alloc:.2f}% >= BestFit {best:.2f}%", alloc >= best,
