@@ -5,22 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from operator_e2e import FAST
 
 from operator_thread import operator_in_thread
 from phalanx.cluster import LocalCluster
-from phalanx.config import Settings
 from phalanx.operator.kube.client import load_configuration
 from phalanx.operator.main import Operator
-
-FAST = Settings(
-    debounce_seconds=0.1,
-    max_delay_seconds=0.5,
-    cycle_period_seconds=1.0,
-    partial_grace_seconds=5.0,
-    backoff_initial_seconds=1.0,
-    backoff_max_seconds=4.0,
-)
-
 
 NOT_READY = "node.kubernetes.io/not-ready"
 

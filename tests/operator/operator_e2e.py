@@ -13,6 +13,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from phalanx.cluster import LocalCluster
+from phalanx.config import Settings
+
+# The operator under test: quick cycles, short grace and backoff.
+FAST = Settings(
+    debounce_seconds=0.1,
+    max_delay_seconds=0.5,
+    cycle_period_seconds=1.0,
+    partial_grace_seconds=5.0,
+    backoff_initial_seconds=1.0,
+    backoff_max_seconds=4.0,
+)
 
 GROUP_LABEL = "scheduling.phalanx.io/pod-group"
 GATE = "scheduling.phalanx.io/gang"

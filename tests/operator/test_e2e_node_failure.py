@@ -8,21 +8,33 @@ so the test does what they would: after the node fails (or is deleted), the pods
 deleted (eviction; for a deleted node, the pod GC's removal of orphaned pods), and the
 gang's controller makes a replacement (here the test creates it). The gang's nodes are a
 pool of this test's own (tainted so that no other test's pods land there), in a
-NetworkTopology of its own.
+NetworkTopology of its own. With `avoid_not_ready_level: rack`, a new gang keeps out of a
+rack holding a NotReady node.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from operator_e2e import apply, eventually, group_of, kubectl_json, pod, podgroup, pods_in
+from operator_e2e import (
+    FAST,
+    apply,
+    eventually,
+    group_of,
+    kubectl_json,
+    pod,
+    podgroup,
+    pods_in,
+)
 
-from phalanx.cluster import LocalCluster
+from operator_thread import operator_in_thread
+from phalanx.cluster import LocalCluster, labels
 from phalanx.cluster.description import Host, NodeShape, node_object
+from phalanx.operator.kube.client import load_configuration
 from phalanx.operator.main import Operator
 
 pytestmark = pytest.mark.e2e
@@ -194,3 +206,54 @@ async def test_a_gang_that_cannot_be_made_whole_is_released_and_says_why(
         return not any(p["spec"].get("nodeName") for p in pods.values())
 
     await eventually(survivors_gone)  # their GPUs do not sit idle
+
+
+@pytest.fixture
+def avoiding_rack(ready_nodes: LocalCluster) -> Iterator[Operator]:
+    """The operator with `avoid_not_ready_level: rack`."""
+    settings = FAST.model_copy(update={"avoid_not_ready_level": "rack"})
+
+    async def make() -> Operator:
+        return Operator(await load_configuration(str(ready_nodes.kubeconfig)), settings)
+
+    with operator_in_thread(make, "phalanx-avoiding") as operator:
+        yield operator
+    assert operator.loop.errors == 0
+
+
+async def test_with_the_setting_a_new_gang_keeps_out_of_a_rack_with_a_not_ready_node(
+    avoiding_rack: Operator, cluster: LocalCluster, namespace: str, pool: dict[str, Any]
+) -> None:
+    """Rack r0 gets a NotReady node (not played by kwok, so it stays NotReady), rack r1 a
+    fourth Ready one: the tightest rack for a 3-pod gang is r0, which the setting rules out."""
+    down, spare = pool_nodes(namespace, racks=2, per_rack=4)[3::4]
+    down["metadata"]["annotations"].pop(labels.KWOK_NODE_ANNOTATION)
+    down["status"]["conditions"] = [{"type": "Ready", "status": "False",
+                                     "reason": "NodeStatusUnknown", "message": "test"}]
+    rest = cluster.rest(timeout=30.0)
+    try:
+        for node in (down, spare):
+            assert rest.post("/api/v1/nodes", node).status == 201
+
+        async def seen() -> bool:  # the operator's NetworkTopology status counts them
+            listed = await kubectl_json(cluster, "get", "networktopologies.scheduling.phalanx.io",
+                                        namespace)
+            rows = (listed.get("status") or {}).get("tree") or []
+            racks = {row["name"]: row["nodes"] for row in rows if row["level"] == "rack"}
+            return (racks.get("r0"), racks.get("r1")) == (4, 4)
+
+        await eventually(seen)
+        topology = {"networkTopology": namespace, "required": "rack"}
+        objects = [podgroup("new", 3, topology=topology),
+                   *(member(f"new-{i}", "new", namespace, pool["owner"]) for i in range(3))]
+        await apply(cluster, objects, namespace)
+
+        async def placed() -> set[str]:
+            pods = await pods_in(cluster, namespace)
+            nodes = [p["spec"].get("nodeName") for p in pods.values()]
+            return {rack_of(n) for n in nodes} if len(nodes) == 3 and all(nodes) else set()
+
+        assert await eventually(placed) == {"r1"}
+    finally:
+        for node in (down, spare):
+            rest.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
