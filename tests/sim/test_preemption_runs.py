@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from phalanx.sim.engine import SimConfig, simulate
@@ -90,3 +92,45 @@ def test_a_job_that_may_not_preempt_waits_for_room(policy: str) -> None:
     runs = {r.name: r for r in result.runs}
     assert runs["high"].start == 1000
     assert summarise(result)["evicted_gpus"] == 0
+
+
+def test_every_preemptor_starts_where_its_victims_were_evicted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Victims leave at once in the simulator, so a gang that evicted starts at that very
+    instant, unless a group of its queue and of higher priority (which could evict it
+    anyway) took the room. A swap loop, a queue's high-priority jobs taking room another
+    queue had reclaimed, or two gangs reclaiming the same last room, breaks this."""
+    from phalanx.core.cycle import run_cycle
+    from phalanx.sim.policies import core_policy
+
+    evictions: list[tuple[float, str]] = []
+
+    def recording(snapshot: Any, config: Any, now: float) -> Any:
+        result = run_cycle(snapshot, config, now)
+        evictions.extend((now, e.preemptor.split("/")[1]) for e in result.evictions)
+        return result
+
+    monkeypatch.setattr(core_policy, "run_cycle", recording)
+    started: set[tuple[float, str]] = set()
+
+    def observe(now: float, state: ClusterState, runs: dict[str, JobRun]) -> None:
+        started.update((now, name) for name, run in runs.items() if run.start == now)
+
+    queues = [{"name": q, "share": 1, "guarantee": 64} for q in ("a", "b")]
+    trace = {**MIXED, "jobs": 80, "load": 1.4, "queues": queues}
+    cluster = _cluster()
+    jobs = jobs_from_spec(trace, cluster, seed=2)  # 8 preemptors did not start, before
+    specs = {j.name: j for j in jobs}
+    policy = make_policy("phalanx", cluster, queues=queues_from_spec(trace))
+    simulate(cluster, jobs, policy, SimConfig(horizon=1e6), observe)
+    assert evictions
+    for when, preemptor in set(evictions):
+        spec = specs[preemptor]
+        outranked = any(
+            (when, other.name) in started
+            and other.queue == spec.queue
+            and other.priority > spec.priority
+            for other in jobs
+        )
+        assert (when, preemptor) in started or outranked, (when, preemptor)
