@@ -123,7 +123,7 @@ class CorePolicy:
     ) -> None:
         self.name = name
         self._cluster = cluster
-        self._config = SchedulerConfig(
+        self.config = SchedulerConfig(
             topology_aware=topology_aware,
             node_order=node_order,
             explain_preemption=False,
@@ -145,7 +145,7 @@ class CorePolicy:
         started = self._wall()
         snapshot, pod_job = self.snapshot(view)
         prepared = self._wall()
-        result = run_cycle(snapshot, self._config, now=view.now)
+        result = run_cycle(snapshot, self.config, now=view.now)
         finished = self._wall()
         placements, evictions = self.carry_out(result, pod_job)
         return CycleOutcome(

@@ -1,0 +1,153 @@
+"""Why high-priority jobs waited, and which evictions were wasted, in one simulation.
+
+    python -m bench.sim_trace --workload priority-queues --seed 2 [--load 1.1] [--policy phalanx]
+
+Runs one simulation of a workload of bench/workloads/ under a gang policy (the core) and
+reads every cycle's `CycleResult`:
+- evictions by reason, and those whose preemptor did not start at that instant although
+  its victims were gone at once (wasted), unless a group of its queue and of higher
+  priority, which may take the room, started then;
+- the waiting time of the highest-priority jobs, by what their decision said while they
+  waited: their queue at its guarantee (reclaim may not help) and only work of priority
+  at or above theirs in their queue's way, or anything else. Time a job spent running, or
+  in the restart delay after an eviction, is in neither (it gets no decision then).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from phalanx.core.cycle import run_cycle
+from phalanx.core.result import CycleResult
+from phalanx.sim.engine import SimConfig, simulate
+from phalanx.sim.jobrun import JobRun
+from phalanx.sim.model import JobSpec
+from phalanx.sim.policies import CORE_POLICIES
+from phalanx.sim.policies.core_policy import CorePolicy
+from phalanx.sim.policy import CycleOutcome, SchedulingView
+from phalanx.sim.run import open_cluster, steady_window
+from phalanx.sim.slowdown import SlowdownModel
+from phalanx.sim.state import ClusterState
+from phalanx.sim.trace import jobs_from_spec
+from phalanx.sim.workloads.mix import queues_from_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+AT_GUARANTEE = "queue at its guarantee, only work of equal or higher priority in its queue's way"
+OTHER = "other reasons"
+
+
+class Recorder:
+    """A core policy whose cycles are kept: evictions, and the highest priority's waits."""
+
+    def __init__(self, policy: CorePolicy, top: int) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.top = top
+        self.evictions: list[tuple[float, str, str, tuple[str, ...]]] = []
+        self.waits: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
+
+    def schedule(self, view: SchedulingView) -> CycleOutcome:
+        snapshot, pod_job = self.policy.snapshot(view)
+        result = run_cycle(snapshot, self.policy.config, now=view.now)
+        self._keep(view.now, result)
+        placements, evictions = self.policy.carry_out(result, pod_job)
+        return CycleOutcome(placements, scheduler_seconds=0.0, evictions=evictions)
+
+    def _keep(self, now: float, result: CycleResult) -> None:
+        victims: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for eviction in result.evictions:
+            victim = _job(eviction.group) if eviction.group else str(eviction.pod)
+            victims[(_job(eviction.preemptor), str(eviction.reason))].add(victim)
+        for (preemptor, reason), jobs in victims.items():
+            self.evictions.append((now, preemptor, reason, tuple(sorted(jobs))))
+        for decision in result.groups:
+            if decision.priority == self.top:
+                cause = None if decision.scheduled else _cause(decision.message)
+                self.waits[_job(decision.group)].append((now, cause))
+
+
+def _job(group: str) -> str:
+    return group.split("/", 1)[1]
+
+
+def _cause(message: str) -> str:
+    blocked = "is at its guarantee" in message and "of priority >=" in message
+    return AT_GUARANTEE if blocked else OTHER
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.sim_trace", description=__doc__)
+    parser.add_argument("--workload", required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--load", type=float, default=None)
+    parser.add_argument("--policy", default="phalanx", choices=tuple(CORE_POLICIES))
+    args = parser.parse_args(argv)
+    spec = yaml.safe_load((ROOT / "bench" / "workloads" / f"{args.workload}.yaml").read_text())
+    load = args.load if args.load is not None else float(spec["loads"][0])
+    cluster = open_cluster(str(ROOT / spec["cluster"]))
+    jobs = jobs_from_spec(spec["trace"], cluster, seed=args.seed, load=load)
+    topology_aware, order = CORE_POLICIES[args.policy]
+    queues = queues_from_spec(spec["trace"])
+    core = CorePolicy(args.policy, cluster, topology_aware, order, queues=queues)
+    core.config = replace(core.config, explain_preemption=True)  # the messages are read
+    top = max(j.priority for j in jobs)
+    recorder = Recorder(core, top)
+    last = max(j.arrival for j in jobs)
+    horizon = last * float(spec.get("horizonFactor", 2.0)) + 1.0
+    config = SimConfig(horizon=horizon, slowdown=SlowdownModel(), window=steady_window(jobs))
+    started: set[tuple[float, str]] = set()
+
+    def observe(now: float, state: ClusterState, runs: dict[str, JobRun]) -> None:
+        started.update((now, name) for name, run in runs.items() if run.start == now)
+
+    result = simulate(cluster, jobs, recorder, config, observe)
+    report(recorder, {j.name: j for j in jobs}, started, result.end)
+    return 0
+
+
+def report(
+    recorder: Recorder, specs: dict[str, JobSpec], started: set[tuple[float, str]], end: float
+) -> None:
+    reasons = Counter(reason for _, _, reason, _ in recorder.evictions)
+    victims = Counter(
+        (reason, specs[v].priority) for _, _, reason, jobs in recorder.evictions for v in jobs
+    )
+    wasted = [
+        (when, preemptor)
+        for when, preemptor, _, _ in recorder.evictions
+        if (when, preemptor) not in started and not _outranked(specs, started, when, preemptor)
+    ]
+    print(f"eviction events (one preemptor, one cycle): {dict(reasons)}")
+    print("victim jobs by (reason, victim priority):", dict(sorted(victims.items())))
+    print(f"wasted (the preemptor did not start when its victims left): {len(wasted)}")
+    waited: Counter[str] = Counter()
+    for records in recorder.waits.values():
+        for (when, cause), (after, _) in zip(records, [*records[1:], (end, None)], strict=True):
+            if cause is not None:
+                waited[cause] += after - when
+    top = recorder.top
+    print(f"waiting of priority-{top} jobs, by what their decision said (hours):")
+    for cause in (AT_GUARANTEE, OTHER):
+        print(f"  {waited[cause] / 3600:8.2f}  {cause}")
+
+
+def _outranked(
+    specs: dict[str, JobSpec], started: set[tuple[float, str]], when: float, preemptor: str
+) -> bool:
+    spec = specs[preemptor]
+    return any(
+        (when, other.name) in started
+        and other.queue == spec.queue
+        and other.priority > spec.priority
+        for other in specs.values()
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
