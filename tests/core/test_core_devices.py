@@ -229,3 +229,30 @@ def test_gpu_memory_above_every_gpu_is_unresolvable_and_says_so() -> None:
     decision = result.decision("default/huge")
     assert decision.code == StatusCode.UNRESOLVABLE
     assert "1 node(s) had GPUs with less memory than asked" in decision.message
+
+
+def test_gpu_memory_pods_count_against_the_queue_by_the_part_they_take() -> None:
+    """Placed: the part of its node's GPU (20000 of 80000 MiB: 0.25); waiting: a whole
+    GPU, the most it can take, since its part depends on the node it lands on."""
+    from phalanx.core import QueueInfo
+
+    big = node("n", gpus=4, labels={GPU_MEMORY_LABEL: "80000"})
+    team = QueueInfo("team", capability={"nvidia.com/gpu": 1250})
+    running = pod("r", gpus=0, gpu_memory=20000, node_name="n", gpu_devices=(0,), group="run")
+    waiting = [
+        pod(f"w{i}", gpus=0, gpu_memory=20000, group=f"w{i}", creation=float(i)) for i in range(2)
+    ]
+    groups = [group(g, 1, queue="team") for g in ("run", "w0", "w1")]
+    result = cycle(big, running, waiting, groups, team)
+    assert [b.pod for b in result.bindings] == ["default/w0"]
+    assert result.decision("default/w1").reason == "QueueCapability"
+
+
+def test_charged_gives_a_gpu_memory_pod_its_part_on_its_node_and_a_whole_gpu_before() -> None:
+    from phalanx.core.resources import charged
+
+    big = node("n", gpus=4, labels={GPU_MEMORY_LABEL: "80000"})
+    placed = pod("p", gpus=0, gpu_memory=20000, node_name="n")
+    assert charged(placed, {"n": big})["nvidia.com/gpu"] == 250
+    assert charged(replace(placed, node_name=None), {"n": big})["nvidia.com/gpu"] == 1000
+    assert charged(share("f", 300))["nvidia.com/gpu"] == 300

@@ -82,3 +82,16 @@ def test_without_fractional_pods_nothing_is_fragmented_and_the_tree_is_unchanged
     snapshot = Snapshot(nodes=racks(1, 2, gpus=4), topologies=(SPEC,))
     assert all(c.fragmented == 0 for c in domain_gpus(snapshot, "default"))
     assert "fragmented" not in format_tree(domain_rows(snapshot, "default"))
+
+
+def test_queue_usage_in_the_status_counts_the_part_a_gpu_memory_pod_takes() -> None:
+    from core_builders import group, snapshot_of
+
+    from phalanx.core import QueueInfo
+    from phalanx.core.names import GPU_MEMORY_LABEL
+    from phalanx.operator.topology_status import allocated_by_queue
+
+    big = node("n", gpus=4, labels={GPU_MEMORY_LABEL: "80000"})
+    held = pod("m", gpus=0, gpu_memory=20000, node_name="n", gpu_devices=(0,), group="g")
+    snapshot = snapshot_of([big, held, group("g", 1, queue="team"), QueueInfo("team")])
+    assert allocated_by_queue(snapshot)["team"]["nvidia.com/gpu"] == "0.25"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from phalanx.core.model import GroupInfo, PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
-from phalanx.core.resources import Resources
+from phalanx.core.resources import Resources, gpu_charge
 from phalanx.core.result import PodCounts
 from phalanx.core.shapes import Shape, demand_of, shapes_of
 from phalanx.core.snapshot import ClusterIndex, GroupPods
@@ -57,8 +57,9 @@ class GroupWork:
         for shape, count in self.gang_demand():
             for name, amount in shape.requests:
                 total[name] = total.get(name, 0) + amount * count
-            if shape.gpu_milli:  # charged as `resources.charged` charges a pod
-                total[GPU] = total.get(GPU, 0) + shape.gpu_milli * count
+            if shape.fractional:  # not placed yet: charged as `resources.charged` does
+                part = gpu_charge(shape.gpu_milli, shape.gpu_memory, None)
+                total[GPU] = total.get(GPU, 0) + part * count
         return total
 
     def running_requests(self) -> Resources:

@@ -4,20 +4,38 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from phalanx.core.model import PodInfo
+from phalanx.core.device_choice import DEVICE
+from phalanx.core.devices import part_of
+from phalanx.core.model import NodeInfo, PodInfo
 from phalanx.core.names import CPU, GPU, MEMORY
 
 Resources = Mapping[str, int]
 EMPTY: Resources = {}
+NO_NODES: Mapping[str, NodeInfo] = {}
 
 
-def charged(pod: PodInfo) -> Resources:
+def charged(pod: PodInfo, nodes: Mapping[str, NodeInfo] = NO_NODES) -> Resources:
     """What a pod counts against its queue: its requests, plus the part of one GPU a
-    fractional pod asks for by `gpu-fraction` (so 4 pods of 0.25 use 1 GPU of quota). A
-    `gpu-memory` ask counts no GPU: its part depends on the node it lands on."""
-    if not pod.gpu_milli:
+    fractional pod takes (so 4 pods of gpu-fraction 0.25 use 1 GPU of quota). `nodes`
+    (by name) gives the node a placed pod is on, which sets a `gpu-memory` pod's part."""
+    node = nodes.get(pod.node_name) if pod.gpu_memory and pod.node_name else None
+    milli = gpu_charge(pod.gpu_milli, pod.gpu_memory, node)
+    if not milli:
         return pod.requests
-    return {**pod.requests, GPU: pod.requests.get(GPU, 0) + pod.gpu_milli}
+    return {**pod.requests, GPU: pod.requests.get(GPU, 0) + milli}
+
+
+def gpu_charge(gpu_milli: int, gpu_memory: int, node: NodeInfo | None) -> int:
+    """GPU milli a fractional ask counts against its queue: its `gpu-fraction`, or the
+    part of one device its `gpu-memory` takes on `node`. Before the pod is placed (no
+    node) that part is unknown, so a whole GPU is counted, the most a fractional pod can
+    take: admission then never lets a queue pass its capability, and once placed the pod
+    counts only its real part."""
+    if gpu_milli or not gpu_memory:
+        return gpu_milli
+    if node is None:
+        return DEVICE
+    return min(part_of(0, gpu_memory, node), DEVICE)
 
 
 def add(left: Resources, right: Resources) -> dict[str, int]:

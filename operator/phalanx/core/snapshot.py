@@ -36,7 +36,7 @@ from phalanx.core.names import (
     key_of,
 )
 from phalanx.core.predicates import NO_CONSTRAINTS, static_exclusion
-from phalanx.core.resources import charged
+from phalanx.core.resources import NO_NODES, charged
 from phalanx.core.result import Binding, PodCounts
 from phalanx.core.shapes import Shape, same_shape, shape_of
 from phalanx.topology.tree import DomainTree, tree_for
@@ -119,7 +119,11 @@ class GroupPods:
     running_requests: dict[str, int]
 
     @staticmethod
-    def of(pods: list[PodInfo], priority_of: Callable[[PodInfo], int]) -> GroupPods:
+    def of(
+        pods: list[PodInfo],
+        priority_of: Callable[[PodInfo], int],
+        nodes: Mapping[str, NodeInfo] = NO_NODES,
+    ) -> GroupPods:
         members = [p for p in pods if not p.terminating]  # the others only hold capacity
         running = tuple(p for p in members if p.node_name and not p.finished)
         waiting = tuple(p for p in members if is_waiting(p))
@@ -134,7 +138,9 @@ class GroupPods:
             uniform=uniform,
             priority=max(live) if live else None,
             shape=shape_of(first) if uniform and first is not None else None,
-            running_requests=total_requests([p for p in pods if p.node_name and not p.finished]),
+            running_requests=total_requests(
+                [p for p in pods if p.node_name and not p.finished], nodes
+            ),
         )
 
 
@@ -150,6 +156,7 @@ class ClusterIndex:
     def __init__(self, snapshot: Snapshot) -> None:
         self.nodes: tuple[NodeInfo, ...] = _unique(snapshot.nodes, lambda n: n.name)
         self.node_position = {node.name: i for i, node in enumerate(self.nodes)}
+        self.node_by_name = {node.name: node for node in self.nodes}
         self.pods: tuple[PodInfo, ...] = _unique(snapshot.pods, lambda p: p.key)
         self.groups = {g.key: g for g in _unique(snapshot.groups, lambda g: g.key)}
         self.queues = {q.name: q for q in _unique(snapshot.queues, lambda q: q.name)}
@@ -259,10 +266,13 @@ class ClusterIndex:
                 singles[self._single_key(pod)] = pod
             elif pod.node_name and not pod.finished and is_ours(pod):
                 loose_running.append(pod)
-        self.members = {key: GroupPods.of(pods, self.pod_priority) for key, pods in members.items()}
+        by_name = self.node_by_name
+        self.members = {
+            key: GroupPods.of(pods, self.pod_priority, by_name) for key, pods in members.items()
+        }
         self.singles = singles
         self.loose_running = tuple(loose_running)
-        self.loose_requests = total_requests(loose_running)
+        self.loose_requests = total_requests(loose_running, by_name)
 
     def _single_key(self, pod: PodInfo) -> GroupKey:
         key = GroupKey(pod.key)
@@ -271,11 +281,13 @@ class ClusterIndex:
         return key
 
 
-def total_requests(pods: Sequence[PodInfo]) -> dict[str, int]:
-    """What the pods count against their queue (`resources.charged`), added up."""
+def total_requests(
+    pods: Sequence[PodInfo], nodes: Mapping[str, NodeInfo] = NO_NODES
+) -> dict[str, int]:
+    """What the pods count against their queue (`resources.charged`, on `nodes`), added up."""
     total: dict[str, int] = {}
     for pod in pods:
-        for name, amount in charged(pod).items():
+        for name, amount in charged(pod, nodes).items():
             total[name] = total.get(name, 0) + amount
     return total
 

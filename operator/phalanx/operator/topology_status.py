@@ -21,7 +21,7 @@ def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
         if group is None:
             continue
         queue = totals.setdefault(group.queue, {})
-        for name, amount in charged(pod).items():
+        for name, amount in charged(pod, index.node_by_name).items():
             queue[name] = queue.get(name, 0) + amount
     return {
         queue: {name: format_amount(name, milli) for name, milli in sorted(used.items()) if milli}

@@ -113,7 +113,11 @@ def _unit(
     """`placed`: pods on known nodes; `requests`: their total, when the caller knows it."""
     position = index.node_position
     if requests is None:
-        requests = charged(placed[0]) if len(placed) == 1 else total_of(map(charged, placed))
+        nodes = index.node_by_name
+        if len(placed) == 1:
+            requests = charged(placed[0], nodes)
+        else:
+            requests = total_of(charged(p, nodes) for p in placed)
     starts = [p.started_at for p in placed if p.started_at is not None]
     return Unit(
         key=key,
