@@ -85,6 +85,8 @@ class JobSpec:
     queue: str = "default"
     may_preempt: bool = True
     """False: the job's PriorityClass says `preemptionPolicy: Never` (it never evicts)."""
+    gpu_models: tuple[str, ...] = ()
+    """GPU models its pods may run on (the Alibaba trace's `gpu_spec`); empty: any."""
 
     @property
     def gpus(self) -> int:

@@ -40,7 +40,7 @@ def make_policy(
     if name == "kube-default":
         from phalanx.sim.policies.kube_default import KubeDefaultPolicy
 
-        return KubeDefaultPolicy(wall)
+        return KubeDefaultPolicy(cluster, wall)
     if name in CORE_POLICIES:
         from phalanx.sim.policies.core_policy import CorePolicy
 

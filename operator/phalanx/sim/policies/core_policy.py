@@ -15,7 +15,8 @@ All three run the core's preemption and reclaim: the engine carries out
 for a group (`GroupDecision.nomination`) is handed back in the group's next
 snapshot, as the operator does through `status.nominated`. The simulator's
 queues become Queue objects; a job whose PriorityClass says
-`preemptionPolicy: Never` gets such a class.
+`preemptionPolicy: Never` gets such a class. A job's allowed GPU models become required
+node affinity on its pods (`phalanx.sim.constraints`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from phalanx.core.nomination import Nomination
 from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot
 from phalanx.sim.clock import WallTimer, default_wall_timer
+from phalanx.sim.constraints import node_affinity
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import JobSpec, SimCluster, SimQueue
 from phalanx.sim.policy import CycleOutcome, PodEviction, PodPlacement, SchedulingView
@@ -263,6 +265,7 @@ class CorePolicy:
             node_name=node,
             phase=phase,
             group=spec.name,
+            affinity=node_affinity(spec),
             priority=spec.priority,
             priority_class_name=priority_class,
             creation=spec.arrival,

@@ -9,7 +9,8 @@ What it reproduces (Kubernetes scheduler, default `KubeSchedulerConfiguration`):
   that fits nowhere is set aside (unschedulable queue) and retried after the
   next cluster event, without blocking the pods behind it.
 - Filter: `NodeResourcesFit`: requested cpu, memory and `nvidia.com/gpu` fit
-  in what is free on the node.
+  in what is free on the node; `NodeAffinity`: the pod's required node affinity (the
+  trace's allowed GPU models, `phalanx.sim.constraints`) matches the node.
 - Score: `NodeResourcesFit` with its default `LeastAllocated` strategy over
   cpu and memory, weight 1 each (GPUs are *not* scored by default), plus
   `NodeResourcesBalancedAllocation` (also default, weight 1, cpu and memory),
@@ -36,8 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from phalanx.core.model import NodeSelectorTerm
 from phalanx.sim.clock import WallTimer, default_wall_timer
+from phalanx.sim.constraints import AllowedNodes, BoolArray, node_affinity
 from phalanx.sim.jobrun import JobRun
+from phalanx.sim.model import SimCluster
 from phalanx.sim.policies.kube_preemption import BoundPod, Shape, bound_pods, candidates, pick
 from phalanx.sim.policy import CycleOutcome, PodEviction, PodPlacement, SchedulingView
 from phalanx.sim.state import ClusterState
@@ -50,9 +54,14 @@ def queue_order(pending: Sequence[JobRun]) -> list[JobRun]:
     return sorted(pending, key=lambda r: (-r.spec.priority, r.spec.arrival, r.name))
 
 
-def best_node(state: ClusterState, gpus: int, cpu: int, mem: int) -> int | None:
-    """Filter (fit) then score (LeastAllocated + BalancedAllocation); None if nothing fits."""
+def best_node(
+    state: ClusterState, gpus: int, cpu: int, mem: int, allowed: BoolArray | None = None
+) -> int | None:
+    """Filter (fit, and node affinity: `allowed`) then score (LeastAllocated +
+    BalancedAllocation); None if nothing fits."""
     fit = (state.gpu_free >= gpus) & (state.cpu_free >= cpu) & (state.mem_free >= mem)
+    if allowed is not None:
+        fit &= allowed
     candidates = np.flatnonzero(fit)
     if candidates.size == 0:
         return None
@@ -78,18 +87,24 @@ class _Failure:
 
     shape: Shape
     priority: int | None
+    affinity: tuple[NodeSelectorTerm, ...]
 
-    def covers(self, shape: Shape, priority: int | None) -> bool:
-        """A later pod this large fails too (it comes later, so its priority is not higher)."""
+    def covers(
+        self, shape: Shape, priority: int | None, affinity: tuple[NodeSelectorTerm, ...]
+    ) -> bool:
+        """A later pod this large, allowed on the same nodes, fails too (it comes later,
+        so its priority is not higher)."""
         larger = all(s >= f for s, f in zip(shape, self.shape, strict=True))
-        return larger and (priority is None or (self.priority is not None))
+        same_nodes = affinity == self.affinity
+        return larger and same_nodes and (priority is None or (self.priority is not None))
 
 
 class KubeDefaultPolicy:
     name = "kube-default"
 
-    def __init__(self, wall: WallTimer = default_wall_timer) -> None:
+    def __init__(self, cluster: SimCluster, wall: WallTimer = default_wall_timer) -> None:
         self._wall = wall
+        self._allowed = AllowedNodes(cluster)
 
     def schedule(self, view: SchedulingView) -> CycleOutcome:
         started = self._wall()
@@ -106,16 +121,17 @@ class KubeDefaultPolicy:
             shape = (spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
             preempts = spec.may_preempt and lowest is not None and spec.priority > lowest
             priority = spec.priority if preempts else None
+            affinity, allowed = node_affinity(spec), self._allowed.of(spec)
             for _ in range(spec.pods - run.placed):
-                if any(f.covers(shape, priority) for f in failed):
+                if any(f.covers(shape, priority, affinity) for f in failed):
                     break
-                node = best_node(scratch, *shape)
+                node = best_node(scratch, *shape, allowed)
                 if node is None and priority is not None:
-                    node = _preempt(scratch, pods, priority, shape, evictions)
+                    node = _preempt(scratch, pods, priority, shape, allowed, evictions)
                     if node is not None:
                         failed.clear()  # the victims may have freed more than this pod takes
                 if node is None:
-                    failed.append(_Failure(shape, priority))
+                    failed.append(_Failure(shape, priority, affinity))
                     break
                 scratch.bind(node, *shape)
                 placements.append(PodPlacement(run.name, node))
@@ -129,10 +145,11 @@ def _preempt(
     pods: list[list[BoundPod]],
     priority: int,
     shape: Shape,
+    allowed: BoolArray,
     evictions: list[PodEviction],
 ) -> int | None:
     """Evict the chosen node's victims from `scratch` and `pods`; the node, or None."""
-    chosen = pick(candidates(scratch, pods, priority, shape))
+    chosen = pick(candidates(scratch, pods, priority, shape, allowed))
     if chosen is None:
         return None
     for victim in chosen.victims:

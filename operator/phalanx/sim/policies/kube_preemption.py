@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from phalanx.sim.constraints import BoolArray
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.state import ClusterState
 
@@ -98,12 +99,19 @@ def _fits(room: Sequence[int], shape: Shape) -> bool:
 
 
 def candidates(
-    state: ClusterState, pods: Sequence[Sequence[BoundPod]], priority: int, shape: Shape
+    state: ClusterState,
+    pods: Sequence[Sequence[BoundPod]],
+    priority: int,
+    shape: Shape,
+    allowed: BoolArray | None = None,
 ) -> list[Candidate]:
+    """Nodes (those `allowed` by the pod's node affinity) where evicting helps."""
     nodes = len(pods)
     wanted = min(max(nodes * MIN_CANDIDATE_PERCENTAGE // 100, MIN_CANDIDATE_ABSOLUTE), nodes)
     found: list[Candidate] = []
     for node in range(nodes):
+        if allowed is not None and not allowed[node]:
+            continue
         free = (int(state.gpu_free[node]), int(state.cpu_free[node]), int(state.mem_free[node]))
         victims = victims_on_node(free, pods[node], priority, shape)
         if victims:

@@ -44,6 +44,8 @@ class TracePod:
     gpus: int
     """Whole GPUs; a fractional request counts as one."""
     fractional: bool
+    models: tuple[str, ...] = ()
+    """GPU models it may use (`gpu_spec`, "V100M16|V100M32"); empty: any."""
 
 
 def _rows(given: Path) -> list[dict[str, str]]:
@@ -70,6 +72,7 @@ def read_pods(path: Path = DEFAULT_PODS) -> list[TracePod]:
                 memory_mib=int(row["memory_mib"]),
                 gpus=num_gpu,
                 fractional=fractional,
+                models=tuple(m for m in (row.get("gpu_spec") or "").split("|") if m),
             )
         )
     return pods
@@ -95,6 +98,7 @@ def demand_jobs(
                 gpus_per_pod=pod.gpus,
                 cpu_milli_per_pod=pod.cpu_milli,
                 memory_mib_per_pod=pod.memory_mib,
+                gpu_models=pod.models,
             )
         )
     return jobs
