@@ -256,3 +256,24 @@ def test_charged_gives_a_gpu_memory_pod_its_part_on_its_node_and_a_whole_gpu_bef
     assert charged(placed, {"n": big})["nvidia.com/gpu"] == 250
     assert charged(replace(placed, node_name=None), {"n": big})["nvidia.com/gpu"] == 1000
     assert charged(share("f", 300))["nvidia.com/gpu"] == 300
+
+
+def test_a_running_fraction_taken_off_and_put_back_twice_keeps_its_device() -> None:
+    """Preemption trials take running pods off a node and put them back, once per
+    candidate they confirm; each time they must return to the device they run on (a
+    repacked copy would show a device free that is not, and a whole-GPU pod bound to it)."""
+    from core_builders import snapshot_of
+
+    from phalanx.core.snapshot import ClusterIndex
+    from phalanx.core.state import CycleState
+
+    held = [share("a", 500, node_name="n", gpu_devices=(0,)),
+            share("b", 500, node_name="n", gpu_devices=(1,))]
+    state = CycleState(ClusterIndex(snapshot_of([node("n", gpus=2), *held])))
+    for _ in range(2):
+        for running in held:
+            state.unplace(0, running)
+        for running in held:
+            state.place(0, running)
+        assert state.devices(0) == [500, 500]
+        assert state.free[0]["nvidia.com/gpu"] == 0

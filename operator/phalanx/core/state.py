@@ -283,6 +283,7 @@ class CycleState:
             shares = self.shares.pop(pod.key, ())
             if not shares:
                 shares = self.index.device_usage(node).shares.get(pod.key, ())
+            if pod.node_name is not None:  # a running pod: its devices are where it runs
                 self._released[pod.key] = (node, shares)
             take(used, shares, -1)
         if pod.fractional:
