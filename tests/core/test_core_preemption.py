@@ -423,3 +423,60 @@ def test_a_gang_gets_no_reservation_when_only_higher_priority_work_was_placed_me
     result = run(nodes, before[:1], lower, big, now=400.0)
     held = decision(result, "default/big").nomination
     assert held is not None and held.reason == "Reserved"
+
+
+def test_a_queue_below_its_guarantee_reclaims_before_it_preempts_its_own_gangs() -> None:
+    """Evicting its own low gang would only send that gang reclaiming in turn."""
+    queues = [
+        QueueInfo("team-a", guarantee={"nvidia.com/gpu": 32000}),
+        QueueInfo("team-b", guarantee={"nvidia.com/gpu": 16000}),
+    ]
+    result = run(
+        [node(f"n{i}") for i in range(4)],
+        queues,
+        running_gang("own", ["n0"], queue="team-a", priority="low"),
+        running_gang("b1", ["n1", "n2"], queue="team-b", priority="high"),
+        running_gang("b2", ["n3"], queue="team-b", priority="high", started=5.0),
+        waiting_gang("a", 1, queue="team-a", priority="high"),
+    )
+    assert evicted_groups(result) == {"default/b2"}  # team-b's 8 GPUs above its guarantee
+    assert {e.reason for e in result.evictions} == {"Reclaimed"}
+
+
+def test_freed_room_goes_first_to_a_queue_that_stays_within_its_guarantee() -> None:
+    """A higher-priority gang of a queue at its guarantee would borrow the free node,
+    and the other queue would reclaim it at once; the other queue's gang goes first."""
+    queues = [QueueInfo(q, guarantee={"nvidia.com/gpu": 8000}) for q in ("team-a", "team-b")]
+    result = run(
+        [node("n0"), node("n1")],
+        queues,
+        running_gang("a-low", ["n1"], queue="team-a", priority="low"),
+        waiting_gang("a-high", 1, queue="team-a", priority="high"),
+        waiting_gang("b-low", 1, queue="team-b", priority="low"),
+    )
+    assert [(b.group, b.node) for b in result.bindings] == [("default/b-low", "n0")]
+    assert evicted_groups(result) == {"default/a-low"}  # a-high preempts in its own queue
+    assert {e.reason for e in result.evictions} == {"Preempted"}
+
+
+def reserved(since: float, expires: float) -> Nomination:
+    return Nomination((NodeName("n1"),), "Reserved", since, expires)
+
+
+def test_a_starvation_reservation_is_renewed_while_only_older_work_is_in_its_way() -> None:
+    nodes = [node("n0"), node("n1")]
+    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
+            for i, g in enumerate((4, 1))]  # fmt: skip
+    big = waiting_gang("big", 1, priority="low", creation=0.0, nomination=reserved(300, 600))
+    small = [pod("small-0", gpus=6, group="small"), group("small", 1, creation=1000.0)]
+    result = run(nodes, busy, big, small, now=700.0)
+    held = decision(result, "default/big").nomination
+    assert held is not None and held.nodes == ("n1",) and held.since == 300.0
+    assert held.expires > 700.0
+    assert not decision(result, "default/small").scheduled  # n1 stays held
+    # a pod that started on n1 after the reservation (higher priority may): released
+    newer = running_gang("newer", ["n1"], gpus=1, priority="high", started=400.0)
+    result = run(nodes, busy, newer, big, small, now=700.0)
+    assert decision(result, "default/big").nomination is None
+    assert "released" in decision(result, "default/big").message
+    assert [b.node for b in result.bindings if b.group == "default/small"] == ["n1"]

@@ -72,10 +72,9 @@ def run_cycle(
             work.shapes = avoiding(work.shapes, route.topology)  # a new gang
         if work.mandatory:
             preemptions.before(work)
-            request = _place_mandatory(state, work, route, config, outcome)
-            if outcome.problem is not None:
-                failure = Failure(work, request, route, outcome.problem)
-                outcome.problem = preemptions.failed(failure, ledger)
+            request, why = _place_mandatory(state, work, route, config, outcome)
+            if why is not None:
+                outcome.problem = preemptions.failed(Failure(work, request, route, why), ledger)
             preemptions.after(work, outcome.problem is None)
         return outcome.problem is None or preemptions.holds_room(work.key)
 
@@ -90,9 +89,7 @@ def run_cycle(
     for work in admission.admitted:
         for pod, node in outcomes[work.key].bound:
             devices = state.shares.get(pod.key, ())
-            bindings.append(
-                Binding(pod.key, NodeName(index.nodes[node].name), work.key, devices)
-            )
+            bindings.append(Binding(pod.key, NodeName(index.nodes[node].name), work.key, devices))
     nominations = preemptions.nominations
     decisions = tuple(
         _timed(
@@ -179,24 +176,45 @@ def _place_mandatory(
     route: Route,
     config: SchedulerConfig,
     outcome: _Outcome,
-) -> GangRequest:
-    """Place the gang; on failure `outcome.problem` says why. Returns the request."""
+) -> tuple[GangRequest, Explanation | None]:
+    """Place the gang. Returns the request and, when it could not be placed, how to
+    say why (`Explanation`: worked out only if evictions do not make room)."""
     shapes = work.shapes[: work.mandatory]
     request = _request(work.gang, shapes, route, config, _anchors(state, work, outcome))
     key = _rejection_key(request)
     known = state.rejections.get(key) if key is not None else None
     if known is not None and known[0] == state.generation:
-        outcome.problem = known[1]
-        return request
+        return request, Explanation(state, request, None, known[1])
     placed = place_gang(state, request)
     if placed is None:
-        outcome.problem = explain(state, request)
-        if key is not None:
-            state.rejections[key] = (state.generation, outcome.problem)
-        return request
+        return request, Explanation(state, request, key)
     outcome.gang = placed
     outcome.bound.extend(placed.assignments)
-    return request
+    return request, None
+
+
+class Explanation:
+    """Why a gang was not placed, worked out on first use: the message counts every
+    node (`explain`), and a gang given room by evictions reports those instead. The
+    state must be as it was when placement failed (the victim search restores it)."""
+
+    def __init__(
+        self,
+        state: CycleState,
+        request: GangRequest,
+        key: object | None,
+        problem: Problem | None = None,
+    ) -> None:
+        self._state, self._request, self._key = state, request, key
+        self._generation = state.generation
+        self._problem = problem
+
+    def __call__(self) -> Problem:
+        if self._problem is None:
+            self._problem = explain(self._state, self._request)
+            if self._key is not None:
+                self._state.rejections[self._key] = (self._generation, self._problem)
+        return self._problem
 
 
 def _rejection_key(request: GangRequest) -> object | None:

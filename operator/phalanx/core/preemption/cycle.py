@@ -12,7 +12,7 @@ while it waited.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -22,7 +22,7 @@ from phalanx.core.members import GroupWork
 from phalanx.core.names import GroupKey, NodeName
 from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.placement import GangRequest
-from phalanx.core.preemption.find import Finder, Found
+from phalanx.core.preemption.find import Finder, Found, never_fits
 from phalanx.core.preemption.holds import Hold, Holds, Opener
 from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
 from phalanx.core.preemption.search import cost_of, work_cost
@@ -37,12 +37,17 @@ from phalanx.topology.tree import ROOT_LEVEL
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """What one gang that could not be placed should wait for, and say."""
+    """What one gang that could not be placed should wait for, and say. `why` works
+    out the reason on first call (costly; not needed when evictions make room)."""
 
     work: GroupWork
     request: GangRequest
     route: Route
-    problem: Problem
+    why: Callable[[], Problem]
+
+    @property
+    def problem(self) -> Problem:
+        return self.why()
 
 
 class Preemptions:
@@ -74,12 +79,39 @@ class Preemptions:
         position = self.state.index.node_position
         for work in works:
             held = work.group.nomination if work.group is not None else None
-            if held is None or not held.live(self.now) or not work.mandatory or work.problem:
+            if held is None or not work.mandatory or work.problem:
                 continue
             nodes = tuple(sorted(position[n] for n in held.nodes if n in position))
+            if not held.live(self.now):
+                held = self._renewed(work, held, nodes)
+                if held is None:
+                    continue
             if nodes:
                 self.holds.add(work.key, Hold(work.priority, nodes, held, work.queue))
                 self.nominations[work.key] = held
+
+    def _renewed(
+        self, work: GroupWork, held: Nomination, nodes: tuple[int, ...]
+    ) -> Nomination | None:
+        """A starvation reservation past its time, renewed in place while everything in
+        its way was there when it was taken: nothing of lower or equal priority lands
+        on held nodes, so that work only ends and the room frees up for sure. Released
+        (for one cycle, then chosen afresh) once a pod started there since (a group of
+        higher priority may use the room): it may no longer free up. Without renewal
+        a 128-GPU gang behind hours-long jobs lost its room every 300 s to small groups
+        and never started in the simulator."""
+        if held.reason != RESERVED or not nodes:
+            return None
+        inside = set(nodes)
+        if any(
+            unit.group != work.key
+            and unit.started > held.since
+            and not inside.isdisjoint(unit.nodes)
+            for unit in self.units
+        ):
+            return None
+        timeout = self.config.nomination_timeout_seconds
+        return Nomination(held.nodes, RESERVED, held.since, self.now + timeout)
 
     @property
     def finder(self) -> Finder:
@@ -110,11 +142,13 @@ class Preemptions:
     def failed(self, failure: Failure, ledger: QueueLedger) -> Problem:
         """Evict for the gang if that makes it fit, else reserve or explain; returns
         the problem its decision reports."""
-        work, problem = failure.work, failure.problem
-        if failure.request.anchors or problem.code is not StatusCode.UNSCHEDULABLE:
-            return self._keep_reservation(work, problem)
-        if _expired(work, self.now):  # released for one cycle: others may take the room
-            return Problem(problem.code, problem.reason, problem.message + _EXPIRED)
+        work = failure.work
+        if (
+            failure.request.anchors
+            or self._expired(work)
+            or never_fits(failure.request, self.state)
+        ):
+            return self._not_evicting(failure)
         claim = claim_for(
             self.state.index, ledger, work.key, work.queue, work.priority, _class_of(work)
         )
@@ -123,10 +157,28 @@ class Preemptions:
             found = self._preempt(failure, claim)
         if found is not None and (found.units or work.key in self.nominations):
             return self._nominate(failure, found, claim, ledger)
+        problem = failure.problem  # worked out only now: evictions made no room
+        if problem.code is not StatusCode.UNSCHEDULABLE:
+            return self._keep_reservation(work, problem)
         explain = self.config.preemption and self.config.explain_preemption
         note = self._why_not(failure, claim, ledger) if explain else ""
         problem = Problem(problem.code, problem.reason, problem.message + note)
         return self._reserve(failure, problem)
+
+    def _not_evicting(self, failure: Failure) -> Problem:
+        """A gang tied to its running pods' nodes, or that no room could hold, keeps its
+        reservation, if any; one whose hold expired is released for one cycle: others
+        may take the room."""
+        work, problem = failure.work, failure.problem
+        expired = not failure.request.anchors and self._expired(work)
+        if not expired or problem.code is not StatusCode.UNSCHEDULABLE:
+            return self._keep_reservation(work, problem)
+        return Problem(problem.code, problem.reason, problem.message + _EXPIRED)
+
+    def _expired(self, work: GroupWork) -> bool:
+        """The gang's recorded hold ran out and was not renewed (`_renewed`)."""
+        held = work.group.nomination if work.group is not None else None
+        return held is not None and not held.live(self.now) and work.key not in self.nominations
 
     def _preempt(self, failure: Failure, claim: Claim) -> Found | None:
         """Pods already terminating count as gone; a gang that needs no victims keeps
@@ -147,8 +199,15 @@ class Preemptions:
             return within_spare(units) and within(units)
 
         prefer = self.holds.nodes_of(failure.work.key)
+        own = claim.queue if claim.reclaim else None
         return self.finder.find(
-            failure.request, failure.route, eligible, allowed, cost_of, prefer=prefer
+            failure.request,
+            failure.route,
+            eligible,
+            allowed,
+            partial(cost_of, own=own),
+            prefer=prefer,
+            own=own,
         )
 
     def _eligible_ids(self, claim: Claim) -> frozenset[int]:
@@ -304,11 +363,6 @@ class Preemptions:
 
 
 _EXPIRED = "; the room held for it was released: it did not free up in time"
-
-
-def _expired(work: GroupWork, now: float) -> bool:
-    held = work.group.nomination if work.group is not None else None
-    return held is not None and not held.live(now)
 
 
 def _class_of(work: GroupWork) -> str | None:

@@ -35,6 +35,12 @@ class Found:
     waiting: int
 
 
+def never_fits(request: GangRequest, state: CycleState) -> bool:
+    """Not even an empty cluster could hold the gang: no search needed."""
+    rooms = (static_room(state, shape, request.topology)[ROOT] for shape, _ in request.demand)
+    return any(room < n for room, (_, n) in zip(rooms, request.demand, strict=True))
+
+
 class Finder:
     """Per-cycle indexes for the search: units by domain, and pods on their way out."""
 
@@ -64,14 +70,18 @@ class Finder:
         cost: Callable[[Sequence[Unit]], Cost],
         phases: tuple[bool, ...] = (False, True),
         prefer: frozenset[int] = frozenset(),
+        own: str | None = None,
     ) -> Found | None:
-        """The cheapest way to make room, or None when no eligible units suffice."""
+        """The cheapest way to make room, or None when no eligible units suffice.
+        `own`: units of this queue are tried after all others (see `cost_of`)."""
         tree = self.state.tree(request.topology)
         start = route.preferred if route.preferred is not None else route.limit
         for level in range(start, route.limit - 1, -1):
             domains = tree.by_level[level] if level != ROOT_LEVEL else (ROOT,)
             for whole in phases:
-                options = self._options(request, level, domains, eligible, allowed, cost, whole)
+                options = self._options(
+                    request, level, domains, eligible, allowed, cost, whole, own
+                )
                 options.sort(key=lambda o: (o[0], o[1] & prefer == frozenset(), o[2]))
                 for _, _, domain, chosen in options[:MAX_CONFIRMATIONS]:
                     found = self._confirm(request, level, domain, chosen)
@@ -88,6 +98,7 @@ class Finder:
         allowed: Allowed,
         cost: Callable[[Sequence[Unit]], Cost],
         whole: bool,
+        own: str | None = None,
     ) -> list[tuple[Cost, frozenset[int], int, tuple[Unit, ...]]]:
         state, topology = self.state, request.topology
         by_domain = self._units_by_domain(topology, level)
@@ -97,6 +108,8 @@ class Finder:
             if any(room[domain] < n for room, (_, n) in zip(rooms, request.demand, strict=True)):
                 continue
             units = [u for u in by_domain.get(domain, ()) if u.whole == whole and eligible(u)]
+            if own is not None:
+                units.sort(key=lambda u: u.queue == own)  # stable: cheapest first within
             inside = self._nodes_inside(topology, domain)
             leaving = [(p, n) for p, n in self.leaving if n in inside]
             if not units and not leaving:

@@ -9,7 +9,7 @@ final choice is checked with `place_gang` itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from phalanx.core.device_choice import DEVICE
 from phalanx.core.model import PodInfo
@@ -52,6 +52,7 @@ class DomainRoom:
         self.freed: dict[int, list[int]] = {}
         self.freed_pods: dict[int, int] = {}
         self.rooms: dict[int, list[int]] = {}
+        self.touched: dict[int, int] = {}  # how many taken units (or batches) free a node
         self.vectors: dict[int, Vector] = {} if vectors is None else vectors
 
     def fits(self) -> bool:
@@ -104,40 +105,69 @@ class DomainRoom:
         return sum(min(DEVICE, s.milli + max(0, DEVICE - used[s.index])) for s in shares)
 
     def _apply(self, vector: Vector, sign: int) -> None:
-        inside, width = self.inside, len(self.names)
+        inside, width, freed_of, pods_of = self.inside, len(self.names), self.freed, self.freed_pods
         for node, amounts, count in vector:
             if inside is not None and node not in inside:
                 continue
-            freed = self.freed.get(node)
+            freed = freed_of.get(node)
             if freed is None:
-                freed = self.freed[node] = [0] * width
-                self.freed_pods[node] = 0
+                freed = freed_of[node] = [0] * width
+                pods_of[node] = 0
             for i, amount in enumerate(amounts):
                 freed[i] += sign * amount
-            self.freed_pods[node] += sign * count
-            self._recount(node)
+            pods_of[node] += sign * count
+            self.touched[node] = self.touched.get(node, 0) + sign
+            after = self._room(node, freed, pods_of[node])
+            before = self.rooms.get(node)
+            totals = self.totals
+            for i, new in enumerate(after):
+                totals[i] += new - (self.counts[i].node[node] if before is None else before[i])
+            self.rooms[node] = after
 
-    def _recount(self, node: int) -> None:
+    def fits_without(self, units: Sequence[Unit]) -> bool:
+        """Would the gang still fit with these units (taken earlier) given back? The
+        room is not changed: pruning asks this of every unit and keeps most. A unit
+        alone on its nodes gives back exactly the room it added, read off `rooms`."""
+        inside, freed_of, pods_of = self.inside, self.freed, self.freed_pods
+        totals = list(self.totals)
+        if len(units) == 1:
+            vector = self._unit_vector(units[0])
+            nodes = [node for node, _, _ in vector if inside is None or node in inside]
+            if all(self.touched[node] == 1 for node in nodes):
+                for i, counts in enumerate(self.counts):
+                    totals[i] -= sum(self.rooms[node][i] - counts.node[node] for node in nodes)
+                return all(t >= count for t, count in zip(totals, self.needs, strict=True))
+        changed: dict[int, tuple[list[int], int]] = {}
+        for unit in units:
+            for node, amounts, count in self._unit_vector(unit):
+                if inside is not None and node not in inside:
+                    continue
+                freed, pods = changed.get(node) or (list(freed_of[node]), pods_of[node])
+                for i, amount in enumerate(amounts):
+                    freed[i] -= amount
+                changed[node] = (freed, pods - count)
+        for node, (freed, pods) in changed.items():
+            before = self.rooms.get(node)
+            for i, new in enumerate(self._room(node, freed, pods)):
+                totals[i] += new - (self.counts[i].node[node] if before is None else before[i])
+        return all(total >= count for total, count in zip(totals, self.needs, strict=True))
+
+    def _room(self, node: int, freed: list[int], freed_pods: int) -> list[int]:
         """The node's room for each shape with the freed requests added back (inlined
         `fit_count`: this is the search's inner loop)."""
-        base, freed = self.state.free[node], self.freed[node]
-        pods_free = self.state.pods_free[node] + self.freed_pods[node]
-        before = self.rooms.get(node)
+        base = self.state.free[node]
+        pods_free = self.state.pods_free[node] + freed_pods
         after: list[int] = []
         for i, asks in enumerate(self.asks):
-            counts = self.counts[i]
-            old = counts.node[node] if before is None else before[i]
-            new = pods_free if counts.static[node] is None else 0
+            new = pods_free if self.counts[i].static[node] is None else 0
             for column, name, amount in asks:
                 if new <= 0:
                     break
                 fits = (base.get(name, 0) + freed[column]) // amount
                 if fits < new:
                     new = fits
-            new = max(new, 0)
-            self.totals[i] += new - old
-            after.append(new)
-        self.rooms[node] = after
+            after.append(new if new > 0 else 0)
+        return after
 
 
 def resource_names(demand: tuple[tuple[Shape, int], ...]) -> tuple[str, ...]:
