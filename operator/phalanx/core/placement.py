@@ -238,7 +238,8 @@ def _split(
                 return indexed
         node_counts = state.shape(shape).node
         items = [(node_counts[i], i) for i in tree.nodes_under[domain] if node_counts[i] > 0]
-        if request.fragmentation and count == 1 and not request.spread:
+        if request.fragmentation and count == 1 and not request.spread and len(items) > 1:
+            # one candidate (a host domain) needs no grading: it is the choice either way
             node = least_fragmenting(state, shape, [i for _, i in items])
             if node is not None:
                 return [(node, 1)]
