@@ -25,33 +25,34 @@ HELD = "node(s) were held for another group"
 
 
 def node_histogram(state: CycleState, shape: Shape) -> str:
-    """'A/N nodes are available: <count> <cause>, ...' for one pod shape."""
+    """'A/N nodes are available: <count> <cause>, ...' for one pod shape. Counted cause by
+    cause over the nodes that take no such pod (column-wise: one explanation per waiting
+    shape, with every node full, is a large part of a busy cycle)."""
     counts = state.shape(shape)
+    static = counts.static
     causes: Counter[str] = Counter()
-    available = 0
-    for i in range(len(state.index.nodes)):
-        if counts.node[i] > 0:
-            available += 1
-            continue
-        static = counts.static[i]
-        if static is not None:
-            causes[static.value] += 1
-            continue
-        if state.held[i]:
-            causes[HELD] += 1
-            continue
-        if state.pods_free[i] <= 0:
-            causes[Exclusion.TOO_MANY_PODS.value] += 1
-        free = state.free[i]
-        short = [name for name, amount in shape.requests if free.get(name, 0) < amount]
-        for name in short:
-            causes[f"Insufficient {name}"] += 1
-        if not short and shape.fractional:
-            causes[_no_device(state, shape, i)] += 1
-    parts = [f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0]))]
+    refused = [i for i, room in enumerate(counts.node) if room <= 0]
+    causes.update(cause.value for i in refused if (cause := static[i]) is not None)
+    held = state.held
+    causes[HELD] = sum(1 for i in refused if static[i] is None and held[i])
+    left = [i for i in refused if static[i] is None and not held[i]]
+    pods_free = state.pods_free
+    causes[Exclusion.TOO_MANY_PODS.value] = sum(1 for i in left if pods_free[i] <= 0)
+    short: set[int] = set()
+    for name, amount in shape.requests:
+        column = state.column(name)
+        lacking = [i for i in left if column[i] < amount]
+        causes[f"Insufficient {name}"] += len(lacking)
+        if shape.fractional:
+            short.update(lacking)
+    if shape.fractional:
+        causes.update(_no_device(state, shape, i) for i in left if i not in short)
+    parts = [
+        f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0])) if n
+    ]
     total = len(state.index.nodes)
     detail = ": " + ", ".join(parts) if parts else ""
-    return f"{available}/{total} nodes are available{detail}."
+    return f"{total - len(refused)}/{total} nodes are available{detail}."
 
 
 def explain(state: CycleState, request: GangRequest) -> Problem:
@@ -158,7 +159,7 @@ def fragmentation(state: CycleState, shape: Shape) -> str:
         return ""
     static = state.static(shape.constraints)
     nodes = whole = idle = 0
-    for i in range(len(state.index.nodes)):
+    for i in state.shared_nodes():  # elsewhere no device is shared: no spare parts
         if static[i] is not None:
             continue
         free = max(0, state.free[i].get(GPU, 0))

@@ -82,6 +82,7 @@ class CycleState:
         self.shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
         self._mix: ShapeMix | None = None
+        self._shared: set[int] = set(index.shared_nodes)
 
     @property
     def mix(self) -> ShapeMix:
@@ -99,6 +100,12 @@ class CycleState:
             used = self._used[node] = list(self.index.device_usage(node).used)
         return used
 
+    def shared_nodes(self) -> set[int]:
+        """Nodes where a device may be partly held (a fractional pod is or was there this
+        cycle): `fragment_free` is 0 on every other node, so a scan for shared parts
+        looks at these alone."""
+        return self._shared
+
     def fragment_free(self, node: int) -> int:
         """Milli free on the node's devices that fractional pods share (usable by other
         fractional pods only); 0 on a node where no device is partly held."""
@@ -115,7 +122,7 @@ class CycleState:
             return 0
         return max(self.free[node].get(GPU, 0), 0) // DEVICE * (DEVICE // milli)
 
-    def _column(self, name: str) -> list[int]:
+    def column(self, name: str) -> list[int]:
         """Free amount of one resource on every node, kept current by `_change`: each new
         shape's fit counts read columns instead of every node's dict."""
         column = self._columns.get(name)
@@ -158,7 +165,7 @@ class CycleState:
         if counts is None:
             static = self.static(shape.constraints)
             fits = fit_counts_of_columns(
-                [self._column(name) for name, _ in shape.requests], self.pods_free,
+                [self.column(name) for name, _ in shape.requests], self.pods_free,
                 shape.requests,
             )
             node = [
@@ -287,6 +294,7 @@ class CycleState:
                 self._released[pod.key] = (node, shares)
             take(used, shares, -1)
         if pod.fractional:
+            self._shared.add(node)
             change = (used.count(0) - before) * DEVICE
             if change:
                 free = self.free[node]
