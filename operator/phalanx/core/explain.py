@@ -17,7 +17,7 @@ from phalanx.core.placement import GangRequest
 from phalanx.core.resources import format_amount, format_resources
 from phalanx.core.shapes import Shape, fit_count
 from phalanx.core.snapshot import UNLIMITED_PODS
-from phalanx.core.state import CycleState, static_room
+from phalanx.core.state import CycleState, static_counts, static_room
 from phalanx.core.status import Exclusion, Reason, StatusCode
 from phalanx.topology.tree import ROOT, DomainTree
 
@@ -25,34 +25,31 @@ HELD = "node(s) were held for another group"
 
 
 def node_histogram(state: CycleState, shape: Shape) -> str:
-    """'A/N nodes are available: <count> <cause>, ...' for one pod shape. Counted cause by
-    cause over the nodes that take no such pod (column-wise: one explanation per waiting
-    shape, with every node full, is a large part of a busy cycle)."""
+    """'A/N nodes are available: <count> <cause>, ...' for one pod shape. A node that takes
+    no such pod is counted under its static exclusion, else a hold, else every resource
+    it lacks (and too many pods); a fractional pod's node with all of them, under why its
+    devices refuse. Counted from `OpenNodes` (one explanation per waiting shape, with
+    every node full, was a large part of a busy cycle)."""
     counts = state.shape(shape)
-    static = counts.static
-    causes: Counter[str] = Counter()
-    refused = [i for i, room in enumerate(counts.node) if room <= 0]
-    causes.update(cause.value for i in refused if (cause := static[i]) is not None)
-    held = state.held
-    causes[HELD] = sum(1 for i in refused if static[i] is None and held[i])
-    left = [i for i in refused if static[i] is None and not held[i]]
-    pods_free = state.pods_free
-    causes[Exclusion.TOO_MANY_PODS.value] = sum(1 for i in left if pods_free[i] <= 0)
-    short: set[int] = set()
+    opened = state.open_nodes(shape.constraints)
+    causes: Counter[str] = Counter({cause.value: n for cause, n in opened.excluded.items()})
+    causes[HELD] = opened.held
+    causes[Exclusion.TOO_MANY_PODS.value] = opened.too_many_pods
     for name, amount in shape.requests:
-        column = state.column(name)
-        lacking = [i for i in left if column[i] < amount]
-        causes[f"Insufficient {name}"] += len(lacking)
-        if shape.fractional:
-            short.update(lacking)
+        causes[f"Insufficient {name}"] += opened.short(state, name, amount)
     if shape.fractional:
-        causes.update(_no_device(state, shape, i) for i in left if i not in short)
+        node = counts.node
+        left = [i for i in opened.nodes if not node[i]]
+        for name, amount in shape.requests:
+            column = state.column(name)
+            left = [i for i in left if column[i] >= amount]
+        causes.update(_no_device(state, shape, i) for i in left)
     parts = [
         f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0])) if n
     ]
-    total = len(state.index.nodes)
+    total = len(counts.node)
     detail = ": " + ", ".join(parts) if parts else ""
-    return f"{total - len(refused)}/{total} nodes are available{detail}."
+    return f"{total - counts.node.count(0)}/{total} nodes are available{detail}."
 
 
 def explain(state: CycleState, request: GangRequest) -> Problem:
@@ -63,7 +60,7 @@ def explain(state: CycleState, request: GangRequest) -> Problem:
         need = demand[shape]
         room = state.domain_counts(shape, request.topology)[ROOT]
         if room < need:
-            never = static_room(state, shape, request.topology)[ROOT] < need
+            never = sum(static_counts(state, shape)) < need  # the root's static room
             message = (
                 f"needs {_pods(need, shape)}; {room} fit in the cluster. "
                 f"{node_histogram(state, shape)}"
@@ -157,6 +154,16 @@ def fragmentation(state: CycleState, shape: Shape) -> str:
     per_pod = dict(shape.requests).get(GPU, 0)
     if not per_pod:
         return ""
+    key = ("fragmentation", per_pod, shape.constraints)  # all the sentence depends on
+    known = state.sentences.get(key)
+    if known is not None and known[0] == state.generation:
+        return known[1]
+    sentence = _fragmentation(state, shape, per_pod)
+    state.sentences[key] = (state.generation, sentence)
+    return sentence
+
+
+def _fragmentation(state: CycleState, shape: Shape, per_pod: int) -> str:
     static = state.static(shape.constraints)
     nodes = whole = idle = 0
     for i in state.shared_nodes():  # elsewhere no device is shared: no spare parts

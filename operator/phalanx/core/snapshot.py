@@ -208,6 +208,15 @@ class ClusterIndex:
             usage = self._device_usage[node] = device_usage(self.nodes[node], pods)
         return usage
 
+    def allocatable_column(self, name: str) -> tuple[int, ...]:
+        """Every node's allocatable amount of one resource (0 where it has none)."""
+        column = self._allocatable.get(name)
+        if column is None:
+            column = self._allocatable[name] = tuple(
+                node.allocatable.get(name, 0) for node in self.nodes
+            )
+        return column
+
     def _index_usage(self) -> None:
         """Free capacity per node: allocatable minus requests of its unfinished pods. A
         node's free nvidia.com/gpu counts only devices nothing holds (x 1000): a device
@@ -217,6 +226,8 @@ class ClusterIndex:
             node.allocatable[PODS] // 1000 if PODS in node.allocatable else UNLIMITED_PODS
             for node in self.nodes
         ]
+        self.pods_allocatable: tuple[int, ...] = tuple(pods_free)
+        self._allocatable: dict[str, tuple[int, ...]] = {}
         position = self.node_position
         gpu_pods: dict[int, list[PodInfo]] = {}
         shared: set[int] = set()

@@ -8,6 +8,8 @@ from the aggregates without scanning nodes.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from phalanx.core.device_choice import DEVICE
@@ -22,12 +24,12 @@ from phalanx.core.devices import (
 )
 from phalanx.core.fragmentation import ShapeMix
 from phalanx.core.model import PodInfo
-from phalanx.core.names import GPU, PODS, PodKey
+from phalanx.core.names import GPU, PodKey
 from phalanx.core.near_not_ready import nodes_near_not_ready
 from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.rooms import RoomIndex
-from phalanx.core.shapes import Shape, fit_count, fit_counts, fit_counts_of_columns
-from phalanx.core.snapshot import UNLIMITED_PODS, ClusterIndex
+from phalanx.core.shapes import Shape, fit_count, fit_counts_of_columns
+from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.status import Exclusion, Problem
 from phalanx.topology.tree import DomainTree
 
@@ -48,6 +50,30 @@ class ShapeCounts:
     domains: dict[str | None, list[int]] = field(default_factory=dict)
     levels: dict[str | None, list[RoomIndex | None]] = field(default_factory=dict)
     leaves: dict[tuple[str | None, int], RoomIndex] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class OpenNodes:
+    """For pods of some constraints, at one generation: the nodes they may use that no
+    hold keeps (`nodes`), what keeps them off the others (`excluded`, `held`), and the
+    open nodes' free amounts sorted per resource, so "how many open nodes have less
+    than X" is a bisection (one sort per resource and placement, not a scan per
+    waiting shape)."""
+
+    generation: int
+    nodes: list[int]
+    excluded: Counter[Exclusion]
+    held: int
+    too_many_pods: int
+    _sorted: dict[str, list[int]] = field(default_factory=dict)
+
+    def short(self, state: CycleState, name: str, amount: int) -> int:
+        """Open nodes with less than `amount` of the resource free."""
+        ordered = self._sorted.get(name)
+        if ordered is None:
+            column = state.column(name)
+            ordered = self._sorted[name] = sorted([column[i] for i in self.nodes])
+        return bisect_left(ordered, amount)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +102,11 @@ class CycleState:
         self._trees: dict[str | None, DomainTree] = {}
         self._best: dict[tuple[Shape, str | None, int], LevelBest] = {}
         self.static_rooms: dict[tuple[Shape, str | None], list[int]] = {}
+        self.static_node_counts: dict[Shape, list[int]] = {}
         self.rejections: dict[object, tuple[int, Problem]] = {}
+        self.sentences: dict[object, tuple[int, str]] = {}
+        self._open: dict[Constraints, OpenNodes] = {}
+        """Parts of wait messages by what they depend on, with the generation they hold for."""
         self._columns: dict[str, list[int]] = {}
         self._used: dict[int, list[int]] = {}
         self.shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
@@ -159,6 +189,22 @@ class CycleState:
                 ]
             self._static[constraints] = causes
         return causes
+
+    def open_nodes(self, constraints: Constraints) -> OpenNodes:
+        """`OpenNodes` for these constraints now (kept until the next placement or hold)."""
+        found = self._open.get(constraints)
+        if found is None or found.generation != self.generation:
+            static, held, pods_free = self.static(constraints), self.held, self.pods_free
+            nodes = [i for i, cause in enumerate(static) if cause is None and not held[i]]
+            excluded = Counter(cause for cause in static if cause is not None)
+            found = self._open[constraints] = OpenNodes(
+                generation=self.generation,
+                nodes=nodes,
+                excluded=excluded,
+                held=sum(1 for i, cause in enumerate(static) if cause is None and held[i]),
+                too_many_pods=sum(1 for i in nodes if pods_free[i] <= 0),
+            )
+        return found
 
     def shape(self, shape: Shape) -> ShapeCounts:
         counts = self._shapes.get(shape)
@@ -344,21 +390,30 @@ def static_room(state: CycleState, shape: Shape, topology: str | None) -> list[i
     key = (shape, topology)
     room = cache.get(key)
     if room is None:
-        nodes = state.index.nodes
-        allocatable = [node.allocatable for node in nodes]
-        pods = [a[PODS] // 1000 if PODS in a else UNLIMITED_PODS for a in allocatable]
-        fits = fit_counts(allocatable, pods, shape.requests)
+        room = cache[key] = roll_up(state.tree(topology), static_counts(state, shape))
+    return room
+
+
+def static_counts(state: CycleState, shape: Shape) -> list[int]:
+    """`static_room` per node (its sum is the whole cluster's); cached per shape, read
+    column-wise from the nodes' allocatable."""
+    cache = state.static_node_counts
+    counts = cache.get(shape)
+    if counts is None:
+        index = state.index
+        columns = [index.allocatable_column(name) for name, _ in shape.requests]
+        fits = fit_counts_of_columns(columns, index.pods_allocatable, shape.requests)
         if shape.fractional:
             fits = [
                 min(fit, n.gpu_count * (DEVICE // milli) if 0 < milli <= DEVICE else 0)
-                for fit, n in zip(fits, nodes, strict=True)
+                for fit, n in zip(fits, index.nodes, strict=True)
                 for milli in (part_of(shape.gpu_milli, shape.gpu_memory, n),)
             ]
         transient = (None, Exclusion.NOT_READY, Exclusion.CORDONED)
         static = state.static(shape.constraints)
         counts = [c if cause in transient else 0 for c, cause in zip(fits, static, strict=True)]
-        room = cache[key] = roll_up(state.tree(topology), counts)
-    return room
+        cache[shape] = counts
+    return counts
 
 
 def roll_up(tree: DomainTree, node_counts: list[int]) -> list[int]:
