@@ -17,7 +17,7 @@ from phalanx.core.placement import GangRequest
 from phalanx.core.resources import format_amount, format_resources
 from phalanx.core.shapes import Shape, fit_count
 from phalanx.core.snapshot import UNLIMITED_PODS
-from phalanx.core.state import CycleState, static_counts, static_room
+from phalanx.core.state import CycleState, static_room, static_takes
 from phalanx.core.status import Exclusion, Reason, StatusCode
 from phalanx.topology.tree import ROOT, DomainTree
 
@@ -43,7 +43,14 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
         for name, amount in shape.requests:
             column = state.column(name)
             left = [i for i in left if column[i] >= amount]
-        causes.update(_no_device(state, shape, i) for i in left)
+        nodes = state.index.nodes
+        reasons: dict[tuple[int, int], str] = {}  # `_no_device` depends on these alone
+        for i in left:
+            kind = (nodes[i].gpu_count, nodes[i].gpu_memory)
+            reason = reasons.get(kind)
+            if reason is None:
+                reason = reasons[kind] = _no_device(state, shape, i)
+            causes[reason] += 1
     parts = [
         f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0])) if n
     ]
@@ -60,7 +67,7 @@ def explain(state: CycleState, request: GangRequest) -> Problem:
         need = demand[shape]
         room = state.domain_counts(shape, request.topology)[ROOT]
         if room < need:
-            never = sum(static_counts(state, shape)) < need  # the root's static room
+            never = not static_takes(state, shape, need)
             message = (
                 f"needs {_pods(need, shape)}; {room} fit in the cluster. "
                 f"{node_histogram(state, shape)}"

@@ -38,14 +38,18 @@ class Profile:
     memory: int = 0
 
 
-def profile_of(pod: PodInfo) -> Profile | None:
-    """None for a pod that uses no GPU (or asks for GPU memory: its part depends on the
-    node, so it is no typical shape)."""
-    cpu, memory = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
+def profile_of(pod: PodInfo) -> tuple[int, int, int, int] | None:
+    """A GPU pod's shape as fragmentation sees it: (cpu, milli, count, memory), `count`
+    devices of `milli` each (a plain tuple: a ShapeMix built from every pod of a snapshot
+    makes no object per pod). None for a pod that uses no GPU (or asks for GPU memory:
+    its part depends on the node, so it is no typical shape)."""
+    requests = pod.requests
     if pod.gpu_milli:
-        return Profile(cpu, pod.gpu_milli, 1, memory)
+        return (requests.get(CPU, 0), pod.gpu_milli, 1, requests.get(MEMORY, 0))
     whole = whole_devices(pod)
-    return Profile(cpu, DEVICE, whole, memory) if whole else None
+    if not whole:
+        return None
+    return (requests.get(CPU, 0), DEVICE, whole, requests.get(MEMORY, 0))
 
 
 class ShapeMix:
@@ -54,35 +58,42 @@ class ShapeMix:
     smallest seen for the shape (a node with less memory takes none of them)."""
 
     def __init__(self, pods: Iterable[PodInfo] = (), window: int = WINDOW) -> None:
-        self._recent: deque[Profile] = deque(maxlen=window)
-        self._counts: Counter[tuple[int, int, int]] = Counter()
-        self._memory: dict[tuple[int, int, int], int] = {}
+        """The same as observing `pods` one by one, in one pass (a cycle builds it from
+        every pod of its snapshot)."""
+        profiles = [found for found in map(profile_of, pods) if found is not None]
+        memory: dict[tuple[int, int, int], int] = {}
+        for cpu, milli, count, least in profiles:
+            key = (cpu, milli, count)
+            if least < memory.get(key, least + 1):
+                memory[key] = least
+        recent = [(cpu, milli, count) for cpu, milli, count, _ in profiles[-window:]]
+        self._recent: deque[tuple[int, int, int]] = deque(recent, maxlen=window)
+        self._counts: Counter[tuple[int, int, int]] = Counter(recent)
+        self._memory = memory
         self._typical: tuple[tuple[Profile, float], ...] = ()
         self._stale = 0
         self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
         self._cpu_levels: list[int] = []
         self._memory_levels: list[int] = []
-        for pod in pods:
-            self.observe(pod)
         self._refresh()
 
     def observe(self, pod: PodInfo) -> None:
-        profile = profile_of(pod)
-        if profile is None:
+        found = profile_of(pod)
+        if found is None:
             return
+        cpu, milli, count, memory = found
         recent = self._recent
         if recent.maxlen is not None and len(recent) == recent.maxlen:
             old = recent[0]
-            key = (old.cpu, old.milli, old.count)
-            self._counts[key] -= 1
-            if not self._counts[key]:
-                del self._counts[key]
-        recent.append(profile)
-        key = (profile.cpu, profile.milli, profile.count)
+            self._counts[old] -= 1
+            if not self._counts[old]:
+                del self._counts[old]
+        key = (cpu, milli, count)
+        recent.append(key)
         self._counts[key] += 1
-        memory = self._memory.get(key)
-        if memory is None or profile.memory < memory:
-            self._memory[key] = profile.memory
+        least = self._memory.get(key)
+        if least is None or memory < least:
+            self._memory[key] = memory
         self._stale += 1
 
     def typical(self) -> tuple[tuple[Profile, float], ...]:

@@ -23,7 +23,7 @@ from phalanx.core.devices import (
     take,
 )
 from phalanx.core.fragmentation import ShapeMix
-from phalanx.core.model import PodInfo
+from phalanx.core.model import NodeInfo, PodInfo
 from phalanx.core.names import GPU, PodKey
 from phalanx.core.near_not_ready import nodes_near_not_ready
 from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
@@ -113,6 +113,7 @@ class CycleState:
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
         self._mix: ShapeMix | None = None
         self._shared: set[int] = set(index.shared_nodes)
+        self._spare: dict[int, int] = {}
 
     @property
     def mix(self) -> ShapeMix:
@@ -138,10 +139,15 @@ class CycleState:
 
     def fragment_free(self, node: int) -> int:
         """Milli free on the node's devices that fractional pods share (usable by other
-        fractional pods only); 0 on a node where no device is partly held."""
-        if node not in self._used and node not in self.index.shared_nodes:
+        fractional pods only); 0 on a node where no device is partly held. Kept until a
+        pod's devices move on the node."""
+        if node not in self._shared:
             return 0
-        return sum(DEVICE - taken for taken in self.devices(node) if 0 < taken < DEVICE)
+        spare = self._spare.get(node)
+        if spare is None:
+            used = self.devices(node)
+            spare = self._spare[node] = sum(DEVICE - t for t in used if 0 < t < DEVICE)
+        return spare
 
     def _slots(self, node: int, milli: int) -> int:
         """Pods taking `milli` of one device the node's devices still take; a node with
@@ -219,7 +225,12 @@ class CycleState:
             ]
             milli = None
             if shape.fractional:
-                milli = [part_of(shape.gpu_milli, shape.gpu_memory, n) for n in self.index.nodes]
+                nodes = self.index.nodes
+                milli = (
+                    [shape.gpu_milli] * len(nodes)  # the same part of a device everywhere
+                    if shape.gpu_milli
+                    else [part_of(shape.gpu_milli, shape.gpu_memory, n) for n in nodes]
+                )
                 node = [min(c, self._slots(i, milli[i])) if c else 0 for i, c in enumerate(node)]
             counts = self._shapes[shape] = ShapeCounts(shape, static, node, milli)
         return counts
@@ -318,6 +329,7 @@ class CycleState:
         preemption trial) and put back gets the devices it held; a device a fraction
         starts or stops using leaves or rejoins the node's whole free GPUs."""
         used = self.devices(node)
+        self._spare.pop(node, None)
         before = used.count(0) if pod.fractional else 0
         if sign < 0:
             released = self._released.pop(pod.key, None)
@@ -404,16 +416,42 @@ def static_counts(state: CycleState, shape: Shape) -> list[int]:
         columns = [index.allocatable_column(name) for name, _ in shape.requests]
         fits = fit_counts_of_columns(columns, index.pods_allocatable, shape.requests)
         if shape.fractional:
-            fits = [
-                min(fit, n.gpu_count * (DEVICE // milli) if 0 < milli <= DEVICE else 0)
-                for fit, n in zip(fits, index.nodes, strict=True)
-                for milli in (part_of(shape.gpu_milli, shape.gpu_memory, n),)
-            ]
-        transient = (None, Exclusion.NOT_READY, Exclusion.CORDONED)
+            pairs = zip(fits, index.nodes, strict=True)
+            fits = [min(fit, _devices_take(shape, n)) for fit, n in pairs]
         static = state.static(shape.constraints)
-        counts = [c if cause in transient else 0 for c, cause in zip(fits, static, strict=True)]
+        counts = [c if cause in _TRANSIENT else 0 for c, cause in zip(fits, static, strict=True)]
         cache[shape] = counts
     return counts
+
+
+def static_takes(state: CycleState, shape: Shape, need: int) -> bool:
+    """Is `static_room` at the root at least `need`? Node by node until it is (usually
+    at the first nodes), without the whole column `static_counts` reads."""
+    known = state.static_node_counts.get(shape)
+    if known is not None:
+        return sum(known) >= need
+    index = state.index
+    total = 0
+    for i, cause in enumerate(state.static(shape.constraints)):
+        if cause not in _TRANSIENT:
+            continue
+        node = index.nodes[i]
+        fit = fit_count(node.allocatable, index.pods_allocatable[i], shape.requests)
+        if fit and shape.fractional:
+            fit = min(fit, _devices_take(shape, node))
+        total += fit
+        if total >= need:
+            return True
+    return False
+
+
+_TRANSIENT = (None, Exclusion.NOT_READY, Exclusion.CORDONED)  # waiting may lift these
+
+
+def _devices_take(shape: Shape, node: NodeInfo) -> int:
+    """Pods of a fractional shape the node's devices take when all are free."""
+    milli = part_of(shape.gpu_milli, shape.gpu_memory, node)
+    return node.gpu_count * (DEVICE // milli) if 0 < milli <= DEVICE else 0
 
 
 def roll_up(tree: DomainTree, node_counts: list[int]) -> list[int]:
