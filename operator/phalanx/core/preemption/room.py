@@ -49,6 +49,9 @@ class DomainRoom:
             tuple((column[name], name, amount) for name, amount in shape.requests)
             for shape, _ in demand
         ]
+        self._shapes = [
+            (asks, counts.static) for asks, counts in zip(self.asks, self.counts, strict=True)
+        ]
         self.freed: dict[int, list[int]] = {}
         self.freed_pods: dict[int, int] = {}
         self.rooms: dict[int, list[int]] = {}
@@ -82,18 +85,18 @@ class DomainRoom:
 
     def _vector_of(self, pods: Iterable[tuple[PodInfo, int]]) -> Vector:
         names = self.names
-        per_node: dict[int, list[int]] = {}
+        gpu = names.index(GPU) if GPU in names else -1
+        per_node: dict[int, tuple[list[int], int]] = {}
         for pod, node in pods:
-            amounts = per_node.get(node)
-            if amounts is None:
-                amounts = per_node[node] = [0] * (len(names) + 1)
             requests = pod.requests
-            for i, name in enumerate(names):
-                amounts[i] += requests.get(name, 0)
-            if pod.fractional and GPU in names:
-                amounts[names.index(GPU)] += self._shared_part(pod, node)
-            amounts[-1] += 1
-        return tuple((node, tuple(a[:-1]), a[-1]) for node, a in per_node.items())
+            row = [requests.get(name, 0) for name in names]
+            if gpu >= 0 and (pod.gpu_milli or pod.gpu_memory):  # fractional
+                row[gpu] += self._shared_part(pod, node)
+            seen = per_node.get(node)
+            if seen is not None:
+                row = [a + b for a, b in zip(row, seen[0], strict=True)]
+            per_node[node] = (row, 1 if seen is None else seen[1] + 1)
+        return tuple((node, tuple(row), count) for node, (row, count) in per_node.items())
 
     def _shared_part(self, pod: PodInfo, node: int) -> int:
         """What a fractional victim frees of whole GPUs, estimated high: its part plus
@@ -106,6 +109,7 @@ class DomainRoom:
 
     def _apply(self, vector: Vector, sign: int) -> None:
         inside, width, freed_of, pods_of = self.inside, len(self.names), self.freed, self.freed_pods
+        touched, rooms, totals, counts = self.touched, self.rooms, self.totals, self.counts
         for node, amounts, count in vector:
             if inside is not None and node not in inside:
                 continue
@@ -115,14 +119,13 @@ class DomainRoom:
                 pods_of[node] = 0
             for i, amount in enumerate(amounts):
                 freed[i] += sign * amount
-            pods_of[node] += sign * count
-            self.touched[node] = self.touched.get(node, 0) + sign
-            after = self._room(node, freed, pods_of[node])
-            before = self.rooms.get(node)
-            totals = self.totals
+            pods = pods_of[node] = pods_of[node] + sign * count
+            touched[node] = touched.get(node, 0) + sign
+            after = self._room(node, freed, pods)
+            before = rooms.get(node)
             for i, new in enumerate(after):
-                totals[i] += new - (self.counts[i].node[node] if before is None else before[i])
-            self.rooms[node] = after
+                totals[i] += new - (counts[i].node[node] if before is None else before[i])
+            rooms[node] = after
 
     def fits_without(self, units: Sequence[Unit]) -> bool:
         """Would the gang still fit with these units (taken earlier) given back? The
@@ -130,13 +133,8 @@ class DomainRoom:
         alone on its nodes gives back exactly the room it added, read off `rooms`."""
         inside, freed_of, pods_of = self.inside, self.freed, self.freed_pods
         totals = list(self.totals)
-        if len(units) == 1:
-            vector = self._unit_vector(units[0])
-            nodes = [node for node, _, _ in vector if inside is None or node in inside]
-            if all(self.touched[node] == 1 for node in nodes):
-                for i, counts in enumerate(self.counts):
-                    totals[i] -= sum(self.rooms[node][i] - counts.node[node] for node in nodes)
-                return all(t >= count for t, count in zip(totals, self.needs, strict=True))
+        if len(units) == 1 and self._alone(units[0], totals):
+            return all(t >= count for t, count in zip(totals, self.needs, strict=True))
         changed: dict[int, tuple[list[int], int]] = {}
         for unit in units:
             for node, amounts, count in self._unit_vector(unit):
@@ -152,14 +150,28 @@ class DomainRoom:
                 totals[i] += new - (self.counts[i].node[node] if before is None else before[i])
         return all(total >= count for total, count in zip(totals, self.needs, strict=True))
 
+    def _alone(self, unit: Unit, totals: list[int]) -> bool:
+        """If no other taken pods share a node with the unit, take what it added from
+        `totals` and say so."""
+        inside, touched, rooms, counts = self.inside, self.touched, self.rooms, self.counts
+        nodes = [node for node, _, _ in self._unit_vector(unit) if inside is None or node in inside]
+        for node in nodes:
+            if touched[node] != 1:
+                return False
+        for node in nodes:
+            room = rooms[node]
+            for i, shape in enumerate(counts):
+                totals[i] -= room[i] - shape.node[node]
+        return True
+
     def _room(self, node: int, freed: list[int], freed_pods: int) -> list[int]:
         """The node's room for each shape with the freed requests added back (inlined
         `fit_count`: this is the search's inner loop)."""
         base = self.state.free[node]
         pods_free = self.state.pods_free[node] + freed_pods
         after: list[int] = []
-        for i, asks in enumerate(self.asks):
-            new = pods_free if self.counts[i].static[node] is None else 0
+        for asks, static in self._shapes:
+            new = pods_free if static[node] is None else 0
             for column, name, amount in asks:
                 if new <= 0:
                     break

@@ -19,11 +19,13 @@ from phalanx.core.resources import charged, total_of
 from phalanx.core.snapshot import ClusterIndex, GroupPods, is_ours
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Unit:
     """Pods evicted together. `whole`: a whole gang (or lone pod), not an elastic pod;
     `nodes[i]` is the node index of `pods[i]`; `started` the latest start of its pods;
-    `spare`: for an elastic pod, how many pods of its group may go (above minMember)."""
+    `spare`: for an elastic pod, how many pods of its group may go (above minMember).
+    Not frozen, though never changed: units are built by the thousand every cycle a
+    gang waits, and a frozen dataclass's `__init__` took a fifth of that."""
 
     key: str
     group: GroupKey | None
