@@ -10,7 +10,9 @@ reads every cycle's `CycleResult`:
 - the waiting time of the highest-priority jobs, by what their decision said while they
   waited: their queue at its guarantee (reclaim may not help) and only work of priority
   at or above theirs in their queue's way, or anything else. Time a job spent running, or
-  in the restart delay after an eviction, is in neither (it gets no decision then).
+  in the restart delay after an eviction, is in neither (it gets no decision then);
+- each of the biggest gangs: when it arrived, first held a starvation reservation
+  (`Reserved`), and first started.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from phalanx.core.cycle import run_cycle
+from phalanx.core.nomination import RESERVED
 from phalanx.core.result import CycleResult
 from phalanx.sim.engine import SimConfig, simulate
 from phalanx.sim.jobrun import JobRun
@@ -51,6 +54,8 @@ class Recorder:
         self.top = top
         self.evictions: list[tuple[float, str, str, tuple[str, ...]]] = []
         self.waits: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
+        self.reserved: dict[str, float] = {}
+        """When each job first held a starvation reservation."""
 
     def schedule(self, view: SchedulingView) -> CycleOutcome:
         snapshot, pod_job = self.policy.snapshot(view)
@@ -67,6 +72,9 @@ class Recorder:
         for (preemptor, reason), jobs in victims.items():
             self.evictions.append((now, preemptor, reason, tuple(sorted(jobs))))
         for decision in result.groups:
+            held = decision.nomination
+            if held is not None and held.reason == RESERVED:
+                self.reserved.setdefault(_job(decision.group), now)
             if decision.priority == self.top:
                 cause = None if decision.scheduled else _cause(decision.message)
                 self.waits[_job(decision.group)].append((now, cause))
@@ -135,6 +143,20 @@ def report(
     print(f"waiting of priority-{top} jobs, by what their decision said (hours):")
     for cause in (AT_GUARANTEE, OTHER):
         print(f"  {waited[cause] / 3600:8.2f}  {cause}")
+    biggest = max(spec.gpus for spec in specs.values())
+    print(f"the biggest gangs ({biggest} GPUs), in hours: arrival, first reserved, first start")
+    for name, spec in sorted(specs.items(), key=lambda item: item[1].arrival):
+        if spec.gpus == biggest:
+            reserved = recorder.reserved.get(name)
+            start = min((when for when, job in started if job == name), default=None)
+            print(
+                f"  {name}: {spec.arrival / 3600:6.2f}  {_hours(reserved)}  "
+                f"{_hours(start) if start is not None else f'not by the end ({end / 3600:.2f})'}"
+            )
+
+
+def _hours(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:6.2f}"
 
 
 def _outranked(

@@ -7,7 +7,8 @@ the room it would use, and records the evictions. The gang itself is not bound i
 cycle: its room is still occupied until the victims are gone. A gang that waited past
 `starvation_seconds` gets a reservation where the least running work stands in its way
 (one such reservation at a time), once a group of equal or lower priority was placed
-while it waited.
+while it waited; it is renewed past its timeout while that work is all that is in its
+way (`_renewed`).
 """
 
 from __future__ import annotations
