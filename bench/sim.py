@@ -362,6 +362,7 @@ ON_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
     ("GPU alloc % (steady)", "window_gpu_allocation", lambda c: _fmt(c, pct=True)),
     ("GPU busy % (steady)", "window_gpu_busy", lambda c: _fmt(c, pct=True)),
     ("GPU alloc % (whole run)", "gpu_allocation", lambda c: _fmt(c, pct=True)),
+    ("GPU alloc % at the end", "final_gpu_allocation", lambda c: _fmt(c, 0.01, 2)),
     ("idle held GPU-h", "held_idle_gpu_hours", lambda c: _fmt(c, digits=0)),
     ("wait p50 h", "wait_p50_s", lambda c: _fmt(c, 3600)),
     ("wait p95 h", "wait_p95_s", lambda c: _fmt(c, 3600)),
@@ -377,7 +378,7 @@ ON_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
     ("cycle ms p50", "cycle_ms_p50", lambda c: _fmt(c, digits=1)),
     ("cycle ms p95", "cycle_ms_p95", lambda c: _fmt(c, digits=1)),
 ]
-OFF_COLUMNS = [ON_COLUMNS[i] for i in (0, 1, 5, 6, 7, 8, 9, 10)]
+OFF_COLUMNS = [ON_COLUMNS[i] for i in (0, 1, 6, 7, 8, 9, 10, 11)]
 PREEMPTION_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
     ("high-priority wait p50 h", "high_wait_p50_s", lambda c: _fmt(c, 3600)),
     ("high-priority wait p95 h", "high_wait_p95_s", lambda c: _fmt(c, 3600)),

@@ -27,6 +27,7 @@ def _policy() -> CorePolicy:
 def _running(name: str, nodes: list[int], when: float, queue: str = "default") -> JobRun:
     run = JobRun(job(name, 0, 1000, pods=len(nodes), queue=queue))
     run.nodes.extend(nodes)
+    run.devices.extend([tuple(range(8))] * len(nodes))
     run.bound_at.extend([when] * len(nodes))
     run.start = when
     return run

@@ -36,9 +36,9 @@ def test_gpus_are_conserved_at_every_event(policy: str, seed: int) -> None:
     seen: list[float] = []
 
     def observe(now: float, state: ClusterState, runs: dict[str, JobRun]) -> None:
-        held = sum(r.held_gpus for r in runs.values() if r.finish is None)
-        assert state.allocated_gpus + state.free_gpus == cluster.total_gpus
-        assert state.allocated_gpus == held
+        held = sum(r.held_milli for r in runs.values() if r.finish is None)
+        assert state.allocated_milli + state.free_milli == cluster.total_gpus * 1000
+        assert state.allocated_milli == held
         assert (state.gpu_free >= 0).all() and (state.gpu_free <= state.gpu_cap).all()
         seen.append(now)
 

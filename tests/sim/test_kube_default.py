@@ -10,21 +10,21 @@ from .conftest import job, make_cluster
 def test_least_allocated_spreads_and_breaks_ties_by_node_name() -> None:
     cluster = make_cluster({"r0": ["n0", "n1", "n2"]})
     state = ClusterState(cluster)
-    assert best_node(state, 1, 1000, 8192) == 0
-    state.bind(0, 1, 1000, 8192)
-    assert best_node(state, 1, 1000, 8192) == 1
-    state.bind(1, 1, 1000, 8192)
-    state.bind(2, 7, 60000, 8192)
-    assert best_node(state, 1, 1000, 8192) == 0
-    assert best_node(state, 8, 1000, 8192) is None
+    assert best_node(state, 1000, 1000, 8192) == 0
+    state.bind(0, 1000, 1000, 8192)
+    assert best_node(state, 1000, 1000, 8192) == 1
+    state.bind(1, 1000, 1000, 8192)
+    state.bind(2, 7000, 60000, 8192)
+    assert best_node(state, 1000, 1000, 8192) == 0
+    assert best_node(state, 8000, 1000, 8192) is None
 
 
 def test_gpus_alone_do_not_steer_the_default_score() -> None:
     """Default scoring resources are cpu and memory only: GPU usage is invisible."""
     cluster = make_cluster({"r0": ["n0", "n1"]})
     state = ClusterState(cluster)
-    state.bind(0, 7, 0, 0)
-    assert best_node(state, 1, 1000, 8192) == 0
+    state.bind(0, 7000, 0, 0)
+    assert best_node(state, 1000, 1000, 8192) == 0
 
 
 def test_queue_is_priority_then_arrival() -> None:

@@ -9,7 +9,7 @@ from phalanx.sim.jobrun import JobRun
 from phalanx.sim.metrics import summarise
 from phalanx.sim.model import JobSpec
 from phalanx.sim.policies import make_policy
-from phalanx.sim.policies.kube_preemption import BoundPod, victims_on_node
+from phalanx.sim.policies.kube_preemption import BoundPod, Room, victims_on_node
 from phalanx.sim.policy import PodEviction, SchedulingView
 from phalanx.sim.state import ClusterState
 
@@ -25,7 +25,8 @@ def _view(
     for run, placed, when in running:
         for node in placed:
             spec = run.spec
-            state.bind(node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+            shape = (spec.milli_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+            run.devices.append(state.bind(node, *shape))
             run.nodes.append(node)
             run.bound_at.append(when)
         run.start = when
@@ -88,19 +89,25 @@ def test_fewest_victims_then_latest_start_break_ties() -> None:
     assert placements == [("high", 2)]
 
 
+def _full() -> Room:
+    """An 8-GPU node whose every device is held, with cpu and memory to spare."""
+    return Room([1000] * 8, 60_000, 500_000)
+
+
 def test_evicts_only_as_many_pods_as_needed_most_recently_started_first() -> None:
-    pods = [BoundPod(f"p{i}", 0, 0, float(i), (2, 1000, 1024)) for i in range(4)]
-    victims = victims_on_node((0, 60_000, 500_000), pods, priority=10, shape=(4, 1000, 1024))
+    pods = [BoundPod(f"p{i}", 0, 0, float(i), (2000, 1000, 1024), (2 * i, 2 * i + 1))
+            for i in range(4)]
+    victims = victims_on_node(_full(), pods, priority=10, shape=(4000, 1000, 1024))
     assert victims is not None
     assert sorted(v.job for v in victims) == ["p2", "p3"]
 
 
 def test_keeps_higher_priority_pods_and_evicts_lower_ones() -> None:
     pods = [
-        BoundPod("important", 0, 5, 9.0, (4, 1000, 1024)),
-        BoundPod("cheap", 0, 1, 0.0, (4, 1000, 1024)),
+        BoundPod("important", 0, 5, 9.0, (4000, 1000, 1024), (0, 1, 2, 3)),
+        BoundPod("cheap", 0, 1, 0.0, (4000, 1000, 1024), (4, 5, 6, 7)),
     ]
-    victims = victims_on_node((0, 60_000, 500_000), pods, priority=10, shape=(4, 1000, 1024))
+    victims = victims_on_node(_full(), pods, priority=10, shape=(4000, 1000, 1024))
     assert victims == (pods[1],)
 
 
@@ -125,7 +132,8 @@ def test_pods_of_a_waiting_gang_are_victims_too() -> None:
     holder = JobRun(job("holder", 0, 1000, pods=2))
     view = _view(["n0"], [], [JobRun(job("high", 50, 10, priority=10))])
     spec = holder.spec
-    view.state.bind(0, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+    shape = (spec.milli_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+    holder.devices.append(view.state.bind(0, *shape))
     holder.nodes.append(0)
     holder.bound_at.append(5.0)
     view = SchedulingView(view.now, view.cluster, view.state, [holder, *view.pending], [])

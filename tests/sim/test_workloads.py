@@ -35,7 +35,9 @@ def test_arrival_rate_scales_with_offered_load() -> None:
     assert high / low == pytest.approx(1.1 / 0.7)
 
 
-def test_fractional_gpu_requests_count_as_one_gpu(tmp_path: Path) -> None:
+def test_fractional_gpu_requests_are_fractional_pods_and_demand_counts_milli(
+    tmp_path: Path,
+) -> None:
     csv = tmp_path / "pods.csv"
     csv.write_text(
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
@@ -45,8 +47,12 @@ def test_fractional_gpu_requests_count_as_one_gpu(tmp_path: Path) -> None:
     assert pods["a"].gpus == 1 and pods["a"].fractional
     assert pods["b"].gpus == 2 and not pods["b"].fractional
     jobs = alibaba.demand_jobs(list(pods.values()), cluster_gpus=10, seed=1, demand=1.3)
-    assert sum(j.gpus for j in jobs) >= 13
-    assert sum(j.gpus for j in jobs[:-1]) < 13
+    by_pod = {j.name.rsplit("-", 1)[0]: j for j in jobs}
+    assert (by_pod["a"].gpus_per_pod, by_pod["a"].gpu_milli_per_pod) == (0, 460)
+    assert (by_pod["b"].gpus_per_pod, by_pod["b"].milli_per_pod) == (2, 2000)
+    requested = sum(j.gpu_milli for j in jobs)
+    assert 13_000 - 2000 < requested <= 13_000  # the next pod would pass 130%
+    assert [p.name for p in alibaba.read_pods(csv, whole_only=True)] == ["b", "c"]
 
 
 def test_missing_trace_names_the_data_directory(tmp_path: Path) -> None:

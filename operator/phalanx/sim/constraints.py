@@ -10,14 +10,12 @@ it; kube-default's NodeAffinity filter evaluates the same terms with the same pr
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from phalanx.core.model import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm
 from phalanx.core.names import GPU_PRODUCT_LABEL
 from phalanx.core.predicates import matches_term
 from phalanx.sim.model import JobSpec, SimCluster
-
-BoolArray = npt.NDArray[np.bool_]
+from phalanx.sim.state import BoolArray
 
 
 def node_affinity(spec: JobSpec) -> tuple[NodeSelectorTerm, ...]:

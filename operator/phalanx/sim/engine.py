@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from phalanx.core.device_choice import DEVICE
 from phalanx.sim.clock import VirtualClock
 from phalanx.sim.events import Event, EventKind, EventQueue
 from phalanx.sim.jobrun import JobRun
@@ -51,8 +52,9 @@ class Sample:
     """Cluster state after the events of one instant."""
 
     time: float
-    allocated_gpus: int
-    held_idle_gpus: int
+    allocated_gpus: float
+    """GPUs held by pods, a fractional pod counting its part (allocated milli / 1000)."""
+    held_idle_gpus: float
     fully_free_nodes: int
     pending_jobs: int
 
@@ -125,7 +127,9 @@ class _Run:
         self.running: dict[str, JobRun] = {}
         self.cycle_queued = False
         self.held_idle = 0
+        """GPU milli held by pods of jobs that have not started."""
         self.busy = 0
+        """GPU milli held by running jobs."""
         self.samples: list[Sample] = []
         self.cycles: list[CycleStat] = []
         self.integrals = Integrals()
@@ -202,7 +206,7 @@ class _Run:
         outcome = self.policy.schedule(view)
         self._evict(outcome.evictions)
         for placement in outcome.placements:
-            self._place(placement.job, placement.node)
+            self._place(placement.job, placement.node, placement.devices)
         self.cycles.append(
             CycleStat(
                 time=self.clock.now,
@@ -237,20 +241,17 @@ class _Run:
         now = self.clock.now
         if self.running.pop(run.name, None) is not None:
             assert run.start is not None
-            self.busy -= run.held_gpus
+            self.busy -= run.held_milli
             run.lost_gpu_seconds += run.held_gpus * (now - run.start)
         else:
             del self.pending[run.name]
-            self.held_idle -= run.held_gpus
-        spec = run.spec
-        for node in run.nodes:
-            self.state.release(
-                node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod
-            )
+            self.held_idle -= run.held_milli
+        self._release(run)
         run.evicted_pods += evicted_pods
-        run.evicted_gpus += evicted_pods * spec.gpus_per_pod
+        run.evicted_gpus += evicted_pods * run.spec.milli_per_pod / 1000
         run.attempt += 1
         run.nodes.clear()
+        run.devices.clear()
         run.bound_at.clear()
         run.start = run.end = run.span = None
         run.slowdown = 1.0
@@ -258,17 +259,20 @@ class _Run:
             run.waiting_since = now
         self.queue.push(now + self.config.restart_delay, EventKind.ARRIVAL, run.name)
 
-    def _place(self, job: str, node: int) -> None:
+    def _place(self, job: str, node: int, devices: tuple[int, ...] | None) -> None:
         run = self.pending.get(job)
         if run is None or run.complete:
             raise CapacityError(f"placement for {job!r}, which is not waiting for pods")
         spec = run.spec
-        self.state.bind(node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+        taken = self.state.bind(
+            node, spec.milli_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod, devices
+        )
         run.nodes.append(node)
+        run.devices.append(taken)
         run.bound_at.append(self.clock.now)
         if run.first_bound is None:
             run.first_bound = self.clock.now
-        self.held_idle += spec.gpus_per_pod
+        self.held_idle += spec.milli_per_pod
         if run.complete:
             self._start(run)
 
@@ -276,8 +280,8 @@ class _Run:
         now = self.clock.now
         del self.pending[run.name]
         self.running[run.name] = run
-        self.held_idle -= run.held_gpus
-        self.busy += run.held_gpus
+        self.held_idle -= run.held_milli
+        self.busy += run.held_milli
         run.start = now
         if run.first_start is None:
             run.first_start = now
@@ -290,13 +294,16 @@ class _Run:
         self.queue.push(run.end, EventKind.FINISH, run.name, run.attempt)
 
     def _finish(self, run: JobRun) -> None:
-        spec = run.spec
-        for node in run.nodes:
-            self.state.release(
-                node, spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod
-            )
-        self.busy -= run.held_gpus
+        self._release(run)
+        self.busy -= run.held_milli
         run.finish = self.clock.now
+
+    def _release(self, run: JobRun) -> None:
+        spec = run.spec
+        for node, devices in zip(run.nodes, run.devices, strict=True):
+            self.state.release(
+                node, spec.milli_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod, devices
+            )
 
     def _after_batch(self) -> None:
         state = self.state
@@ -304,7 +311,7 @@ class _Run:
             Sample(
                 time=self.clock.now,
                 allocated_gpus=state.allocated_gpus,
-                held_idle_gpus=self.held_idle,
+                held_idle_gpus=self.held_idle / DEVICE,
                 fully_free_nodes=state.fully_free_gpu_nodes(),
                 pending_jobs=len(self.pending),
             )
@@ -326,20 +333,23 @@ class _Run:
         if dt <= 0:
             return
         acc.allocated += self.state.allocated_gpus * dt
-        acc.busy += self.busy * dt
-        acc.held_idle += self.held_idle * dt
+        acc.busy += self.busy / DEVICE * dt
+        acc.held_idle += self.held_idle / DEVICE * dt
         acc.fully_free_nodes += self.state.fully_free_gpu_nodes() * dt
         acc.until = until
 
     def _check(self) -> None:
         state = self.state
-        held = sum(r.held_gpus for r in self.runs.values() if r.finish is None)
-        if state.free_gpus + held != state.total_gpus:
+        held = sum(r.held_milli for r in self.runs.values() if r.finish is None)
+        if state.free_milli + held != state.total_milli:
             raise InvariantError(
-                f"t={self.clock.now}: free {state.free_gpus} + held {held} != {state.total_gpus}"
+                f"t={self.clock.now}: free {state.free_milli} + held {held} GPU milli "
+                f"!= {state.total_milli}"
             )
-        if (state.gpu_free < 0).any() or (state.cpu_free < 0).any() or (state.mem_free < 0).any():
+        if (state.cpu_free < 0).any() or (state.mem_free < 0).any():
             raise InvariantError(f"t={self.clock.now}: negative free capacity")
+        if (state.used > DEVICE).any() or (state.used < 0).any():
+            raise InvariantError(f"t={self.clock.now}: a GPU device held beyond 0..1000 milli")
         if self.held_idle + self.busy != held:
             raise InvariantError(f"t={self.clock.now}: held-idle/busy counters drifted")
 

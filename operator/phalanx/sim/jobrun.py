@@ -18,6 +18,8 @@ class JobRun:
     spec: JobSpec
     nodes: list[int] = field(default_factory=list)
     """Node index of each placed pod, in placement order."""
+    devices: list[tuple[int, ...]] = field(default_factory=list)
+    """The GPU devices each placed pod holds on its node (aligned with `nodes`)."""
     bound_at: list[float] = field(default_factory=list)
     """When each placed pod was bound (its start time as kube-scheduler sees it)."""
     first_bound: float | None = None
@@ -35,7 +37,7 @@ class JobRun:
     waited: float = 0.0
     """Seconds spent waiting in earlier waits (the current one not included)."""
     evicted_pods: int = 0
-    evicted_gpus: int = 0
+    evicted_gpus: float = 0.0
     lost_gpu_seconds: float = 0.0
     """GPU-seconds of work done by attempts that an eviction threw away."""
 
@@ -52,8 +54,13 @@ class JobRun:
         return self.placed == self.spec.pods
 
     @property
-    def held_gpus(self) -> int:
-        return self.placed * self.spec.gpus_per_pod
+    def held_milli(self) -> int:
+        return self.placed * self.spec.milli_per_pod
+
+    @property
+    def held_gpus(self) -> float:
+        """GPUs its placed pods hold, a fractional pod counting its part."""
+        return self.held_milli / 1000
 
     def wait_until(self, when: float) -> float:
         """Seconds waited by `when`, the current wait included (a lower bound if it waits)."""

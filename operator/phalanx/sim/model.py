@@ -71,7 +71,9 @@ class JobSpec:
     """A gang job: `pods` identical pods that must all run for the job to make progress.
 
     `duration` is the runtime at full speed (slowdown x1); a job's pods start
-    when the last of them is placed, and all finish together.
+    when the last of them is placed, and all finish together. A pod asks for
+    `gpus_per_pod` whole GPUs, or (with `gpus_per_pod` 0) for `gpu_milli_per_pod`
+    thousandths of one GPU that it shares with other such pods (GPU sharing).
     """
 
     name: str
@@ -87,10 +89,26 @@ class JobSpec:
     """False: the job's PriorityClass says `preemptionPolicy: Never` (it never evicts)."""
     gpu_models: tuple[str, ...] = ()
     """GPU models its pods may run on (the Alibaba trace's `gpu_spec`); empty: any."""
+    gpu_milli_per_pod: int = 0
+    """Part of one GPU each pod takes, 1..999 (only with `gpus_per_pod` 0)."""
+
+    def __post_init__(self) -> None:
+        if self.gpu_milli_per_pod and (self.gpus_per_pod or not 0 < self.gpu_milli_per_pod < 1000):
+            raise ValueError(f"{self.name}: a fractional pod asks 1..999 milli and no whole GPU")
 
     @property
     def gpus(self) -> int:
+        """Whole GPUs of the job (fractional pods count none)."""
         return self.pods * self.gpus_per_pod
+
+    @property
+    def milli_per_pod(self) -> int:
+        """GPU milli one pod holds: 1000 per whole GPU, or its part of one."""
+        return self.gpus_per_pod * 1000 or self.gpu_milli_per_pod
+
+    @property
+    def gpu_milli(self) -> int:
+        return self.pods * self.milli_per_pod
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,11 @@ from phalanx.sim.state import ClusterState
 
 @dataclass(frozen=True, slots=True)
 class PodPlacement:
+    """A pod of `job` to `node`, on GPU `devices` (None: the first with room there)."""
+
     job: str
     node: int
+    devices: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@
 - YAML with `generator: synthetic` (or a benchmark workload whose `trace:` holds
   that): parameters of the seeded generator (`phalanx.sim.workloads.synthetic`).
 - YAML with `generator: alibaba`: `pods:` (CSV path), `demand` (`--load` overrides it),
-  `interval`.
+  `interval`, `wholeOnly` (drop the fractional pods).
 A generated trace may add `priorities:` and `queues:` (`phalanx.sim.workloads.mix`).
 """
 
@@ -62,7 +62,9 @@ def _generated(
             workload = replace(workload, load=load)
         return synthetic.generate(workload, cluster, seed)
     if generator == "alibaba":
-        pods = alibaba.read_pods(Path(spec.get("pods", alibaba.DEFAULT_PODS)))
+        pods = alibaba.read_pods(
+            Path(spec.get("pods", alibaba.DEFAULT_PODS)), bool(spec.get("wholeOnly", False))
+        )
         return alibaba.demand_jobs(
             pods,
             cluster.total_gpus,

@@ -16,7 +16,11 @@ for a group (`GroupDecision.nomination`) is handed back in the group's next
 snapshot, as the operator does through `status.nominated`. The simulator's
 queues become Queue objects; a job whose PriorityClass says
 `preemptionPolicy: Never` gets such a class. A job's allowed GPU models become required
-node affinity on its pods (`phalanx.sim.constraints`).
+node affinity on its pods (`phalanx.sim.constraints`). A fractional pod (part of one
+GPU) is handed over as the operator reads a pod annotated
+`scheduling.phalanx.io/gpu-fraction`: `PodInfo.gpu_milli` and no `nvidia.com/gpu`
+request; the core chooses its device, the engine takes that device, and a bound pod
+carries its devices (`gpu_devices`, the `gpu-index` annotation) into later snapshots.
 """
 
 from __future__ import annotations
@@ -99,11 +103,11 @@ def never_class(priority: int) -> PriorityClassInfo:
 
 
 def requests(spec: JobSpec) -> dict[str, int]:
-    return {
-        CPU: spec.cpu_milli_per_pod,
-        MEMORY: spec.memory_mib_per_pod * MIB * MILLI,
-        GPU: spec.gpus_per_pod * MILLI,
-    }
+    """A pod's resource requests; a fractional pod requests no `nvidia.com/gpu`."""
+    asked = {CPU: spec.cpu_milli_per_pod, MEMORY: spec.memory_mib_per_pod * MIB * MILLI}
+    if spec.gpus_per_pod:
+        asked[GPU] = spec.gpus_per_pod * MILLI
+    return asked
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +194,11 @@ class CorePolicy:
     ) -> tuple[list[PodPlacement], list[PodEviction]]:
         """The core's bindings and evictions in the engine's terms; its holds kept."""
         placements = [
-            PodPlacement(pod_job[binding.pod], self._position[binding.node])
+            PodPlacement(
+                pod_job[binding.pod],
+                self._position[binding.node],
+                tuple(share.index for share in binding.devices),
+            )
             for binding in result.bindings
         ]
         self._keep_nominations(result)
@@ -236,9 +244,10 @@ class CorePolicy:
     def _bound_pods(self, run: JobRun) -> tuple[PodInfo, ...]:
         pods = self._bound.get(run.name)
         if pods is None:
+            placed = zip(run.nodes, run.bound_at, run.devices, strict=True)
             pods = tuple(
-                self._pod(run.spec, i, self._cluster.nodes[node].name, "Running", started)
-                for i, (node, started) in enumerate(zip(run.nodes, run.bound_at, strict=True))
+                self._pod(run.spec, i, self._cluster.nodes[node].name, started, devices)
+                for i, (node, started, devices) in enumerate(placed)
             )
             self._bound[run.name] = pods
             for pod, node in zip(pods, run.nodes, strict=True):
@@ -251,9 +260,10 @@ class CorePolicy:
         spec: JobSpec,
         index: int,
         node: str | None = None,
-        phase: str = "Pending",
         started: float | None = None,
+        devices: tuple[int, ...] = (),
     ) -> PodInfo:
+        """Pod `index` of the job: waiting, or (with `node`) running there on `devices`."""
         priority_class = None
         if not spec.may_preempt:
             never = never_class(spec.priority)
@@ -263,11 +273,13 @@ class CorePolicy:
             name=f"{spec.name}-{index}",
             requests=requests(spec),
             node_name=node,
-            phase=phase,
+            phase="Pending" if node is None else "Running",
             group=spec.name,
             affinity=node_affinity(spec),
             priority=spec.priority,
             priority_class_name=priority_class,
             creation=spec.arrival,
             started_at=started,
+            gpu_milli=spec.gpu_milli_per_pod,
+            gpu_devices=devices,
         )

@@ -22,6 +22,12 @@ What it reproduces (Kubernetes scheduler, default `KubeSchedulerConfiguration`):
 - PostFilter: `DefaultPreemption` (`kube_preemption`): a pod that fits nowhere
   evicts the fewest lower-priority pods on the best node and takes their room.
 - No topology.
+- GPU sharing: kube-scheduler with Dynamic Resource Allocation and consumable device
+  capacity (KEP-5075): the DynamicResources filter admits a node when some device has
+  the pod's part free (whole GPUs: devices nothing holds), its allocator takes the first
+  such device by index (`phalanx.sim.state.room_for`), and no score plugin looks at
+  devices. A time-slicing device plugin would instead count every pod as one replica of
+  a GPU whatever part it asks, which is no model of fractions at all.
 Simplifications, stated: ties go to the first node by name (kube-scheduler
 picks one of the best at random); every node is scored (as with
 `percentageOfNodesToScore: 100`).
@@ -39,12 +45,12 @@ import numpy as np
 
 from phalanx.core.model import NodeSelectorTerm
 from phalanx.sim.clock import WallTimer, default_wall_timer
-from phalanx.sim.constraints import AllowedNodes, BoolArray, node_affinity
+from phalanx.sim.constraints import AllowedNodes, node_affinity
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import SimCluster
 from phalanx.sim.policies.kube_preemption import BoundPod, Shape, bound_pods, candidates, pick
 from phalanx.sim.policy import CycleOutcome, PodEviction, PodPlacement, SchedulingView
-from phalanx.sim.state import ClusterState
+from phalanx.sim.state import BoolArray, ClusterState
 
 MAX_NODE_SCORE = 100
 
@@ -55,11 +61,11 @@ def queue_order(pending: Sequence[JobRun]) -> list[JobRun]:
 
 
 def best_node(
-    state: ClusterState, gpus: int, cpu: int, mem: int, allowed: BoolArray | None = None
+    state: ClusterState, gpu_milli: int, cpu: int, mem: int, allowed: BoolArray | None = None
 ) -> int | None:
     """Filter (fit, and node affinity: `allowed`) then score (LeastAllocated +
     BalancedAllocation); None if nothing fits."""
-    fit = (state.gpu_free >= gpus) & (state.cpu_free >= cpu) & (state.mem_free >= mem)
+    fit = state.fit_mask(gpu_milli, cpu, mem)
     if allowed is not None:
         fit &= allowed
     candidates = np.flatnonzero(fit)
@@ -118,7 +124,7 @@ class KubeDefaultPolicy:
             if any(e.job == run.name for e in evictions):
                 continue  # evicted this cycle: the job restarts, its pods are recreated later
             spec = run.spec
-            shape = (spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+            shape = (spec.milli_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
             preempts = spec.may_preempt and lowest is not None and spec.priority > lowest
             priority = spec.priority if preempts else None
             affinity, allowed = node_affinity(spec), self._allowed.of(spec)
@@ -133,8 +139,8 @@ class KubeDefaultPolicy:
                 if node is None:
                     failed.append(_Failure(shape, priority, affinity))
                     break
-                scratch.bind(node, *shape)
-                placements.append(PodPlacement(run.name, node))
+                devices = scratch.bind(node, *shape)
+                placements.append(PodPlacement(run.name, node, devices))
         return CycleOutcome(
             placements, scheduler_seconds=self._wall() - started, evictions=evictions
         )
@@ -153,7 +159,7 @@ def _preempt(
     if chosen is None:
         return None
     for victim in chosen.victims:
-        scratch.release(victim.node, *victim.shape)
+        scratch.release(victim.node, *victim.shape, victim.devices)
         pods[victim.node].remove(victim)
         evictions.append(PodEviction(victim.job, victim.node))
     return chosen.node

@@ -14,6 +14,9 @@ As upstream (`pkg/scheduler/framework/plugins/defaultpreemption` and
   the simulator), then the lowest highest-victim priority, then the smallest sum of
   priorities (each plus 2^31), then the fewest victims, then the latest start among
   the highest-priority victims, then the first node.
+GPU sharing: a pod's GPU ask is milli (`phalanx.sim.state`); room on a node is judged
+device by device (a victim frees its part of the devices it holds; a whole-GPU pod needs
+devices nothing holds), as the DRA allocator of the kube-default model sees it.
 Simplifications, stated: the candidate search starts at the first node instead of a
 random offset; victims are gone at once (no graceful termination), so the pod is bound
 to the chosen node in the same cycle instead of being nominated and retried.
@@ -24,9 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from phalanx.sim.constraints import BoolArray
 from phalanx.sim.jobrun import JobRun
-from phalanx.sim.state import ClusterState
+from phalanx.sim.state import BoolArray, ClusterState, device_ask, room_for
 
 MIN_CANDIDATE_PERCENTAGE = 10
 MIN_CANDIDATE_ABSOLUTE = 100
@@ -34,7 +36,7 @@ PRIORITY_OFFSET = 2**31
 """Added to every victim's priority before summing (upstream's MaxInt32 + 1)."""
 
 Shape = tuple[int, int, int]
-"""GPUs, millicores, MiB of one pod."""
+"""GPU milli (1000 per whole GPU, or the part of one), millicores, MiB of one pod."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,8 @@ class BoundPod:
     priority: int
     started: float
     shape: Shape
+    devices: tuple[int, ...] = ()
+    """The GPU devices it holds on its node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +65,9 @@ def bound_pods(runs: Iterable[JobRun], node_count: int) -> list[list[BoundPod]]:
     pods: list[list[BoundPod]] = [[] for _ in range(node_count)]
     for run in runs:
         spec = run.spec
-        shape = (spec.gpus_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
-        for node, started in zip(run.nodes, run.bound_at, strict=True):
-            pods[node].append(BoundPod(run.name, node, spec.priority, started, shape))
+        shape = (spec.milli_per_pod, spec.cpu_milli_per_pod, spec.memory_mib_per_pod)
+        for node, started, devices in zip(run.nodes, run.bound_at, run.devices, strict=True):
+            pods[node].append(BoundPod(run.name, node, spec.priority, started, shape, devices))
     return pods
 
 
@@ -72,30 +76,51 @@ def importance(pod: BoundPod) -> tuple[int, float, str]:
     return (-pod.priority, pod.started, pod.job)
 
 
+@dataclass(slots=True)
+class Room:
+    """What is free on one node: milli held on each device, cpu, memory."""
+
+    used: list[int]
+    cpu: int
+    mem: int
+
+    def give_back(self, pod: BoundPod, sign: int = 1) -> None:
+        """The room after `pod` leaves (sign 1) or stays after all (sign -1)."""
+        share = device_ask(pod.shape[0])[0]
+        for index in pod.devices:
+            self.used[index] -= sign * share
+        self.cpu += sign * pod.shape[1]
+        self.mem += sign * pod.shape[2]
+
+    def fits(self, shape: Shape) -> bool:
+        gpus = room_for(self.used, shape[0]) is not None
+        return gpus and self.cpu >= shape[1] and self.mem >= shape[2]
+
+
+def room_of(state: ClusterState, node: int) -> Room:
+    used = [int(v) for v in state.used[node, : state.gpu_cap[node]]]
+    return Room(used, int(state.cpu_free[node]), int(state.mem_free[node]))
+
+
 def victims_on_node(
-    free: Shape, pods: Sequence[BoundPod], priority: int, shape: Shape
+    room: Room, pods: Sequence[BoundPod], priority: int, shape: Shape
 ) -> tuple[BoundPod, ...] | None:
     """The fewest lower-priority pods to evict so `shape` fits, None if none would help."""
     eligible = sorted((p for p in pods if p.priority < priority), key=importance)
     if not eligible:
         return None
-    room = list(free)
     for pod in eligible:
-        room = [r + s for r, s in zip(room, pod.shape, strict=True)]
-    if not _fits(room, shape):
+        room.give_back(pod)
+    if not room.fits(shape):
         return None
     victims: list[BoundPod] = []
     for pod in eligible:
-        without = [r - s for r, s in zip(room, pod.shape, strict=True)]
-        if _fits(without, shape):
-            room = without  # reprieved: the pod stays
-        else:
-            victims.append(pod)
+        room.give_back(pod, -1)
+        if room.fits(shape):
+            continue  # reprieved: the pod stays
+        room.give_back(pod)
+        victims.append(pod)
     return tuple(victims)
-
-
-def _fits(room: Sequence[int], shape: Shape) -> bool:
-    return all(r >= s for r, s in zip(room, shape, strict=True))
 
 
 def candidates(
@@ -112,8 +137,9 @@ def candidates(
     for node in range(nodes):
         if allowed is not None and not allowed[node]:
             continue
-        free = (int(state.gpu_free[node]), int(state.cpu_free[node]), int(state.mem_free[node]))
-        victims = victims_on_node(free, pods[node], priority, shape)
+        if not pods[node]:
+            continue
+        victims = victims_on_node(room_of(state, node), pods[node], priority, shape)
         if victims:
             found.append(Candidate(node, victims))
             if len(found) >= wanted:

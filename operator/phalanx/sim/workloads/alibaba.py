@@ -2,27 +2,35 @@
 bench/data/alibaba-gpu-v2023/.
 
 Pods are single-pod jobs with cpu, memory and GPU requests. A fractional GPU
-request (`gpu_milli` < 1000, GPU sharing) counts as one whole GPU: Phalanx
-does not share GPUs yet. As in the trace's paper (Weng et al., ATC'23,
-"Beware of Fragmentation"), pods are drawn at random from the trace (seeded,
-with replacement) and arrive one per `interval` seconds without departures
-until their GPU requests reach `demand` x the cluster's GPUs; the figure of
-merit is the share of GPUs allocated as demand grows. (Replaying the raw
-creation/deletion times is not useful: at most 71 GPUs are ever requested at
-once in the default trace, ~1% of its 6,212.)
+request (`gpu_milli` < 1000, GPU sharing) is a fractional pod: it takes that part
+of one GPU and shares the GPU with other such pods (`JobSpec.gpu_milli_per_pod`).
+A pod's `gpu_spec` lists the GPU models it may use. The arrivals are the trace's
+paper's (Weng et al., ATC'23, "Beware of Fragmentation", FGD), built by the
+same function as the packing benchmark (`phalanx.sim.packing.trace.arrivals`):
+the trace's pods in a seeded order, then pods drawn with replacement, until
+their GPU milli reaches `demand` x the cluster's; one arrives per `interval`
+seconds and none leaves; the figure of merit is the share of GPU milli
+allocated at the end. (Replaying the raw creation/deletion times is not useful:
+at most 71 GPUs are ever requested at once in the default trace, ~1% of its
+6,212.)
 """
 
 from __future__ import annotations
 
 import csv
-import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from phalanx.cluster import labels
 from phalanx.sim.cluster import cluster_from_objects
 from phalanx.sim.model import JobSpec, SimCluster
+from phalanx.sim.packing.trace import (
+    DEVICE_MILLI,
+    PackPod,
+    arrivals,
+    read_trace,
+    whole_gpu_only,
+)
 from phalanx.sim.paths import resolve
 
 DATA_DIR = Path("bench/data/alibaba-gpu-v2023")
@@ -36,72 +44,48 @@ class TraceMissing(FileNotFoundError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class TracePod:
-    name: str
-    cpu_milli: int
-    memory_mib: int
-    gpus: int
-    """Whole GPUs; a fractional request counts as one."""
-    fractional: bool
-    models: tuple[str, ...] = ()
-    """GPU models it may use (`gpu_spec`, "V100M16|V100M32"); empty: any."""
-
-
-def _rows(given: Path) -> list[dict[str, str]]:
+def _existing(given: Path) -> Path:
     path = resolve(given)
     if not path.is_file():
         raise TraceMissing(
             f"Alibaba trace file {path} not found: the trace is kept in the repository "
             "(bench/data/alibaba-gpu-v2023/, relative to the repository root)"
         )
-    with path.open(newline="") as handle:
+    return path
+
+
+def _rows(given: Path) -> list[dict[str, str]]:
+    with _existing(given).open(newline="") as handle:
         return list(csv.DictReader(handle))
 
 
-def read_pods(path: Path = DEFAULT_PODS) -> list[TracePod]:
-    pods: list[TracePod] = []
-    for row in _rows(path):
-        num_gpu = int(row["num_gpu"])
-        milli = int(row.get("gpu_milli") or 0)
-        fractional = num_gpu == 1 and 0 < milli < 1000
-        pods.append(
-            TracePod(
-                name=row["name"],
-                cpu_milli=int(row["cpu_milli"]),
-                memory_mib=int(row["memory_mib"]),
-                gpus=num_gpu,
-                fractional=fractional,
-                models=tuple(m for m in (row.get("gpu_spec") or "").split("|") if m),
-            )
-        )
-    return pods
+def read_pods(path: Path = DEFAULT_PODS, whole_only: bool = False) -> list[PackPod]:
+    """The trace's pods (`whole_only`: without its fractional ones)."""
+    pods = read_trace(_existing(path))
+    return whole_gpu_only(pods) if whole_only else pods
+
+
+def job_of(pod: PackPod, index: int, interval: float) -> JobSpec:
+    """Arrival `index` as a single-pod job that never leaves."""
+    return JobSpec(
+        name=f"{pod.name}-{index:05d}",
+        arrival=index * interval,
+        duration=NEVER,
+        pods=1,
+        gpus_per_pod=0 if pod.fractional else pod.gpus,
+        gpu_milli_per_pod=pod.gpu_milli if pod.fractional else 0,
+        cpu_milli_per_pod=pod.cpu_milli,
+        memory_mib_per_pod=pod.memory_mib,
+        gpu_models=pod.models,
+    )
 
 
 def demand_jobs(
-    pods: list[TracePod], cluster_gpus: int, seed: int, demand: float = 1.3, interval: float = 1.0
+    pods: list[PackPod], cluster_gpus: int, seed: int, demand: float = 1.3, interval: float = 1.0
 ) -> list[JobSpec]:
-    """Random arrivals (seeded, with replacement) until GPU requests reach demand x cluster."""
-    rng = random.Random(seed)
-    target = demand * cluster_gpus
-    jobs: list[JobSpec] = []
-    requested = 0
-    while requested < target:
-        pod = rng.choice(pods)
-        requested += pod.gpus
-        jobs.append(
-            JobSpec(
-                name=f"{pod.name}-{len(jobs):05d}",
-                arrival=len(jobs) * interval,
-                duration=NEVER,
-                pods=1,
-                gpus_per_pod=pod.gpus,
-                cpu_milli_per_pod=pod.cpu_milli,
-                memory_mib_per_pod=pod.memory_mib,
-                gpu_models=pod.models,
-            )
-        )
-    return jobs
+    """The paper's arrivals (seeded) until their GPU milli reaches demand x the cluster's."""
+    sequence = arrivals(pods, cluster_gpus * DEVICE_MILLI, seed, demand)
+    return [job_of(pod, i, interval) for i, pod in enumerate(sequence)]
 
 
 def openb_cluster(path: Path = DEFAULT_NODES) -> SimCluster:
