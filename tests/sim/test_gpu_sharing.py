@@ -3,6 +3,8 @@ whole-GPU pods take only devices nothing holds, and allocation counts GPU milli.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from phalanx.sim.engine import SimConfig, SimResult, simulate
@@ -123,3 +125,20 @@ def test_the_core_sees_the_devices_bound_pods_hold() -> None:
     view = SchedulingView(1.0, cluster, state, [JobRun(part("new", 1, 300))], [held])
     outcome = policy.schedule(view)
     assert [(p.job, p.devices) for p in outcome.placements] == [("new", (1,))]
+
+
+def test_a_yaml_trace_asks_for_part_of_a_gpu_and_for_gpu_models(tmp_path: Path) -> None:
+    from phalanx.sim.trace import TraceError, load_jobs
+
+    trace = tmp_path / "trace.yaml"
+    trace.write_text(
+        "jobs:\n"
+        "  - {name: a, arrival: 0, duration: 10, gpuMilliPerPod: 250, gpuModels: T4|A10}\n"
+        "  - {name: b, arrival: 1, duration: 10, gpusPerPod: 2, gpuModels: [V100M16]}\n"
+    )
+    a, b = load_jobs(trace, _two_gpus())
+    assert (a.gpus_per_pod, a.milli_per_pod, a.gpu_models) == (0, 250, ("T4", "A10"))
+    assert (b.gpus_per_pod, b.milli_per_pod, b.gpu_models) == (2, 2000, ("V100M16",))
+    trace.write_text("jobs:\n  - {name: c, arrival: 0, duration: 1, gpuMilliPerPod: 1500}\n")
+    with pytest.raises(TraceError):
+        load_jobs(trace, _two_gpus())

@@ -187,3 +187,23 @@ def test_an_evicted_job_asks_again_after_the_restart_delay(delay: float) -> None
 def test_victims_cannot_come_back_at_the_instant_they_were_evicted() -> None:
     with pytest.raises(ValueError, match="restart_delay"):
         SimConfig(horizon=1.0, restart_delay=0.0)
+
+
+def test_room_for_a_fraction_or_a_whole_gpu_is_judged_device_by_device() -> None:
+    """Two 0.5-GPU pods share device 0 of a 2-GPU node and a 0.6-GPU pod holds device 1:
+    a whole GPU needs both sharers of device 0 gone (or the one on device 1); half a GPU
+    needs only the most recently started sharer gone."""
+    pods = [
+        BoundPod("old-half", 0, 0, 1.0, (500, 1000, 1024), (0,)),
+        BoundPod("new-half", 0, 0, 2.0, (500, 1000, 1024), (0,)),
+        BoundPod("big-part", 0, 5, 0.0, (600, 1000, 1024), (1,)),
+    ]
+
+    def room() -> Room:
+        return Room([1000, 600], 60_000, 500_000)
+
+    whole = victims_on_node(room(), pods, priority=3, shape=(1000, 1000, 1024))
+    assert whole is not None and sorted(v.job for v in whole) == ["new-half", "old-half"]
+    half = victims_on_node(room(), pods, priority=3, shape=(500, 1000, 1024))
+    assert half is not None and [v.job for v in half] == ["new-half"]
+    assert victims_on_node(room(), pods, priority=3, shape=(2000, 1000, 1024)) is None

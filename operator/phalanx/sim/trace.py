@@ -2,8 +2,10 @@
 
 - `*.csv`: an Alibaba 2023 pod list (see `phalanx.sim.workloads.alibaba`).
 - YAML with `jobs:`: an explicit list of jobs
-  (`{name, arrival, duration, pods, gpusPerPod, cpuMilliPerPod, memoryMiBPerPod, priority,
-  queue, preemptionPolicy}`; `preemptionPolicy: Never` keeps the job from evicting).
+  (`{name, arrival, duration, pods, gpusPerPod, gpuMilliPerPod, cpuMilliPerPod,
+  memoryMiBPerPod, priority, queue, preemptionPolicy, gpuModels}`; `gpuMilliPerPod`
+  (1..999, without `gpusPerPod`): each pod takes that part of one GPU;
+  `preemptionPolicy: Never` keeps the job from evicting; `gpuModels`: allowed GPU models).
 - YAML with `generator: synthetic` (or a benchmark workload whose `trace:` holds
   that): parameters of the seeded generator (`phalanx.sim.workloads.synthetic`).
 - YAML with `generator: alibaba`: `pods:` (CSV path), `demand` (`--load` overrides it),
@@ -88,7 +90,9 @@ def _job(item: Mapping[str, Any]) -> JobSpec:
             arrival=float(item["arrival"]),
             duration=float(item["duration"]),
             pods=int(item.get("pods", 1)),
-            gpus_per_pod=int(item.get("gpusPerPod", 1)),
+            gpus_per_pod=int(item.get("gpusPerPod", 0 if "gpuMilliPerPod" in item else 1)),
+            gpu_milli_per_pod=int(item.get("gpuMilliPerPod", 0)),
+            gpu_models=_models(item.get("gpuModels", ())),
             cpu_milli_per_pod=int(item.get("cpuMilliPerPod", 1000)),
             memory_mib_per_pod=int(item.get("memoryMiBPerPod", 1024)),
             priority=int(item.get("priority", 0)),
@@ -97,6 +101,15 @@ def _job(item: Mapping[str, Any]) -> JobSpec:
         )
     except (KeyError, TypeError, ValueError) as error:
         raise TraceError(f"bad job {item!r}: {error}") from error
+
+
+def _models(given: object) -> tuple[str, ...]:
+    """A list of GPU models, or the trace's form "V100M16|V100M32"."""
+    if isinstance(given, str):
+        return tuple(m for m in given.split("|") if m)
+    if not isinstance(given, list | tuple):
+        raise TraceError(f"gpuModels is a list of GPU models, not {given!r}")
+    return tuple(str(m) for m in given)
 
 
 def _may_preempt(policy: object) -> bool:
