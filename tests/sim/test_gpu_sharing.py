@@ -142,3 +142,23 @@ def test_a_yaml_trace_asks_for_part_of_a_gpu_and_for_gpu_models(tmp_path: Path) 
     trace.write_text("jobs:\n  - {name: c, arrival: 0, duration: 1, gpuMilliPerPod: 1500}\n")
     with pytest.raises(TraceError):
         load_jobs(trace, _two_gpus())
+
+
+def test_kube_default_takes_the_first_device_with_room_and_the_core_the_fullest() -> None:
+    """The kube-default model allocates like the DRA allocator (first device by index that
+    has room); the core fits a fraction onto the device it fills best."""
+    from phalanx.sim.policy import SchedulingView
+
+    cluster = _two_gpus()
+    chosen = {}
+    for policy in ("kube-default", "phalanx"):
+        state = ClusterState(cluster)
+        held = JobRun(part("held", 0, 600))
+        held.devices.append(state.bind(0, 600, 1000, 1024, devices=(1,)))
+        held.nodes.append(0)
+        held.bound_at.append(0.0)
+        held.start = 0.0
+        view = SchedulingView(1.0, cluster, state, [JobRun(part("new", 1, 300))], [held])
+        outcome = make_policy(policy, cluster).schedule(view)
+        chosen[policy] = [p.devices for p in outcome.placements]
+    assert chosen == {"kube-default": [(0,)], "phalanx": [(1,)]}
