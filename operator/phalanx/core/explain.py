@@ -43,10 +43,10 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
         for name, amount in shape.requests:
             column = state.column(name)
             left = [i for i in left if column[i] >= amount]
-        nodes = state.index.nodes
+        nodes, gpus = state.index.nodes, state.index.gpu_counts
         reasons: dict[tuple[int, int], str] = {}  # `_no_device` depends on these alone
         for i in left:
-            kind = (nodes[i].gpu_count, nodes[i].gpu_memory)
+            kind = (gpus[i], nodes[i].gpu_memory if shape.gpu_memory else 0)
             reason = reasons.get(kind)
             if reason is None:
                 reason = reasons[kind] = _no_device(state, shape, i)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import pairwise, repeat
+from operator import floordiv
 
 from phalanx.core.model import PodInfo
 from phalanx.core.names import CPU, GPU, MEMORY
@@ -127,7 +128,7 @@ def fit_counts_of_columns(
 ) -> list[int]:
     """`fit_counts` from one column of free amounts per requested resource (aligned with
     `requests`), as the cycle state keeps them."""
-    counts = list(pods_free)
-    for column, (_, amount) in zip(columns, requests, strict=True):
-        counts = list(map(min, counts, [free // amount for free in column]))
-    return [count if count > 0 else 0 for count in counts]
+    fits = [map(floordiv, column, repeat(amount)) for column, (_, amount) in
+            zip(columns, requests, strict=True)]  # fmt: skip
+    counts = map(min, pods_free, *fits) if fits else iter(pods_free)
+    return list(map(max, counts, repeat(0)))  # one pass, in C

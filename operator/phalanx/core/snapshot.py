@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TypeVar
 
 from phalanx.core.backoff import Backoff
@@ -207,6 +208,11 @@ class ClusterIndex:
             pods = self.gpu_pods.get(node, ())
             usage = self._device_usage[node] = device_usage(self.nodes[node], pods)
         return usage
+
+    @cached_property
+    def gpu_counts(self) -> tuple[int, ...]:
+        """Every node's GPU devices (`NodeInfo.gpu_count`), for scans over all nodes."""
+        return tuple(node.gpu_count for node in self.nodes)
 
     def allocatable_column(self, name: str) -> tuple[int, ...]:
         """Every node's allocatable amount of one resource (0 where it has none)."""

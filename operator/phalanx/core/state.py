@@ -416,8 +416,12 @@ def static_counts(state: CycleState, shape: Shape) -> list[int]:
         columns = [index.allocatable_column(name) for name, _ in shape.requests]
         fits = fit_counts_of_columns(columns, index.pods_allocatable, shape.requests)
         if shape.fractional:
-            pairs = zip(fits, index.nodes, strict=True)
-            fits = [min(fit, _devices_take(shape, n)) for fit, n in pairs]
+            if shape.gpu_milli:  # the same part of a device on every node
+                per = DEVICE // shape.gpu_milli if shape.gpu_milli <= DEVICE else 0
+                takes = [gpus * per for gpus in index.gpu_counts]
+            else:
+                takes = [_devices_take(shape, node) for node in index.nodes]
+            fits = list(map(min, fits, takes))
         static = state.static(shape.constraints)
         counts = [c if cause in _TRANSIENT else 0 for c, cause in zip(fits, static, strict=True)]
         cache[shape] = counts
