@@ -30,7 +30,7 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
     it lacks (and too many pods); a fractional pod's node with all of them, under why its
     devices refuse. Counted from `OpenNodes` (one explanation per waiting shape, with
     every node full, was a large part of a busy cycle)."""
-    counts = state.shape(shape)
+    node = None if state.fits_nowhere(shape) else state.shape(shape).node  # None: no node
     opened = state.open_nodes(shape.constraints)
     causes: Counter[str] = Counter({cause.value: n for cause, n in opened.excluded.items()})
     causes[HELD] = opened.held
@@ -38,8 +38,7 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
     for name, amount in shape.requests:
         causes[f"Insufficient {name}"] += opened.short(state, name, amount)
     if shape.fractional:
-        node = counts.node
-        left = [i for i in opened.nodes if not node[i]]
+        left = opened.nodes if node is None else [i for i in opened.nodes if not node[i]]
         for name, amount in shape.requests:
             column = state.column(name)
             left = [i for i in left if column[i] >= amount]
@@ -54,9 +53,10 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
     parts = [
         f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0])) if n
     ]
-    total = len(counts.node)
+    total = len(state.index.nodes)
+    available = 0 if node is None else total - node.count(0)
     detail = ": " + ", ".join(parts) if parts else ""
-    return f"{total - counts.node.count(0)}/{total} nodes are available{detail}."
+    return f"{available}/{total} nodes are available{detail}."
 
 
 def explain(state: CycleState, request: GangRequest) -> Problem:
@@ -65,7 +65,8 @@ def explain(state: CycleState, request: GangRequest) -> Problem:
     shapes = sorted(demand, key=lambda s: s.size_key)
     for shape in shapes:
         need = demand[shape]
-        room = state.domain_counts(shape, request.topology)[ROOT]
+        nowhere = state.fits_nowhere(shape)  # then its counts are never built
+        room = 0 if nowhere else state.domain_counts(shape, request.topology)[ROOT]
         if room < need:
             never = not static_takes(state, shape, need)
             message = (

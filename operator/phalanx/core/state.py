@@ -106,6 +106,7 @@ class CycleState:
         self.rejections: dict[object, tuple[int, Problem]] = {}
         self.sentences: dict[object, tuple[int, str]] = {}
         self._open: dict[Constraints, OpenNodes] = {}
+        self._nowhere: dict[Constraints, tuple[int, list[Shape]]] = {}
         """Parts of wait messages by what they depend on, with the generation they hold for."""
         self._columns: dict[str, list[int]] = {}
         self._used: dict[int, list[int]] = {}
@@ -287,9 +288,38 @@ class CycleState:
 
     def most_at_level(self, shape: Shape, topology: str | None, level: int) -> int:
         """`best_at_level(...).count` without finding which domain it is."""
+        if self.fits_nowhere(shape):
+            return 0
+        if self.domain_counts(shape, topology)[0] <= 0:
+            self._nowhere_now(shape)
         if level < 0:
             return max(self.domain_counts(shape, topology)[0], 0)
         return self.level_rooms(shape, topology, level).most_room()
+
+    def fits_nowhere(self, shape: Shape) -> bool:
+        """No node takes a pod of `shape` now, known without counting: it asks at least as
+        much of everything as a shape of the same constraints that no node took at this
+        generation (a cluster full for many distinct waiting pods counts each once)."""
+        if shape in self._shapes or shape.gpu_memory:
+            return False
+        known = self._nowhere.get(shape.constraints)
+        if known is None or known[0] != self.generation:
+            return False
+        asked = dict(shape.requests)
+        return any(
+            other.fractional == shape.fractional
+            and other.gpu_milli <= shape.gpu_milli
+            and all(asked.get(name, 0) >= amount for name, amount in other.requests)
+            for other in known[1]
+        )
+
+    def _nowhere_now(self, shape: Shape) -> None:
+        if shape.gpu_memory:  # its part of a device differs from node to node
+            return
+        known = self._nowhere.get(shape.constraints)
+        if known is None or known[0] != self.generation:
+            known = self._nowhere[shape.constraints] = (self.generation, [])
+        known[1].append(shape)
 
     def place(self, node: int, pod: PodInfo) -> None:
         self._change(node, pod, -1)

@@ -17,7 +17,7 @@ from phalanx.core.preemption.room import DomainRoom, Vector, resource_names
 from phalanx.core.preemption.search import Allowed, Cost, choose
 from phalanx.core.preemption.units import Unit
 from phalanx.core.routes import Route
-from phalanx.core.state import CycleState, static_room
+from phalanx.core.state import CycleState, static_room, static_takes
 from phalanx.topology.tree import ROOT, ROOT_LEVEL
 
 MAX_CONFIRMATIONS = 8
@@ -37,8 +37,7 @@ class Found:
 
 def never_fits(request: GangRequest, state: CycleState) -> bool:
     """Not even an empty cluster could hold the gang: no search needed."""
-    rooms = (static_room(state, shape, request.topology)[ROOT] for shape, _ in request.demand)
-    return any(room < n for room, (_, n) in zip(rooms, request.demand, strict=True))
+    return any(not static_takes(state, shape, n) for shape, n in request.demand)
 
 
 class Finder:
