@@ -109,8 +109,9 @@ def test_fractional_pods_never_land_on_cpu_only_nodes() -> None:
 
 def test_fractional_pods_pack_onto_the_partly_used_node() -> None:
     held = share("held", 500, node_name="b", gpu_devices=(3,))
-    result = cycle(node("a", gpus=8), node("b", gpus=8), held, share("new", 250))
-    assert [(b.node, b.devices) for b in result.bindings] == [("b", (DeviceShare(3, 250),))]
+    # the other half of device 3 (a 250 there would leave 250 that no 500 can use)
+    result = cycle(node("a", gpus=8), node("b", gpus=8), held, share("new", 500))
+    assert [(b.node, b.devices) for b in result.bindings] == [("b", (DeviceShare(3, 500),))]
 
 
 def test_preemption_for_a_whole_gpu_evicts_the_least_gpu_work() -> None:

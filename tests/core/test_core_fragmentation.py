@@ -70,9 +70,10 @@ def test_a_cpu_only_pod_goes_to_a_node_without_gpus_first() -> None:
     assert placed(result) == {"default/web": "b-cpu"}
 
 
-def test_a_fraction_goes_to_a_partly_used_node_before_a_whole_one() -> None:
+def test_among_equal_grades_a_fraction_goes_to_a_partly_used_node_not_a_whole_one() -> None:
     held = pod("held", gpus=0, gpu_milli=500, node_name="b", gpu_devices=(3,))
-    result = cycle(node("a"), node("b"), held, pod("new", gpus=0, gpu_milli=250))
+    # the other half of b's device 3 or half of a fresh device of a: nothing lost either way
+    result = cycle(node("a"), node("b"), held, pod("new", gpus=0, gpu_milli=500))
     assert placed(result) == {"default/new": "b"}
 
 
@@ -88,3 +89,16 @@ def test_the_same_state_gives_the_same_choice() -> None:
     pending += [pod("w", gpus=1, cpu=8), pod("c", gpus=0, cpu=6)]
     first = cycle(nodes, running, pending)
     assert first.bindings == cycle(list(reversed(nodes)), running, pending).bindings
+
+
+def test_a_pod_opens_a_whole_node_when_the_partly_used_one_would_lose_more() -> None:
+    # typical pods: one GPU with 4 cpu, half a GPU with 4 cpu (all on the full node c)
+    typical = [pod(f"t{i}", gpus=1, cpu=4, node_name="c", gpu_devices=(i,)) for i in range(2)]
+    typical += [pod(f"h{i}", gpus=0, gpu_milli=500, cpu=4, node_name="c", gpu_devices=(2,))
+                for i in range(2)]
+    used = pod("w", gpus=1, cpu=8, node_name="a", gpu_devices=(0,))
+    new = pod("new", gpus=0, gpu_milli=500, cpu=8)
+    nodes = [node("a", gpus=2, cpu=16), node("b", gpus=2, cpu=32), node("c", gpus=3, cpu=16)]
+    # on a it takes the last cpu: the 500 milli left there serve no typical pod; on b the
+    # other half of its device still serves the half-GPU pods
+    assert placed(cycle(nodes, typical, used, new)) == {"default/new": "b"}

@@ -24,7 +24,7 @@ from phalanx.core.names import CPU, MEMORY
 
 WINDOW = 4096  # recent GPU pods the shares are learned from
 COVERAGE = 0.95  # the typical shapes cover this share of them
-MAX_SHAPES = 16
+MAX_SHAPES = 64
 _REFRESH = 64  # new pods seen before the typical shapes are recomputed
 
 
