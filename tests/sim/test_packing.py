@@ -152,3 +152,22 @@ def test_same_seed_same_result() -> None:
         two = run_packing(make(policy, trace), nodes, sequence, seed=5)
         assert (one.allocation_at, one.fully_free_8gpu_nodes) == (
             two.allocation_at, two.fully_free_8gpu_nodes)
+
+
+def test_report_judges_phalanx_against_fgd_plus_the_margin_seed_by_seed() -> None:
+    from bench.packing import aggregate
+    from bench.packing_report import checks
+
+    def run(policy: str, seed: int, value: float) -> dict[str, object]:
+        return {"trace": "default", "policy": policy, "seed": seed, "allocation_at_130": value,
+                "fully_free_8gpu_nodes": 0, "stranded_gpus": 0.0, "ms_per_pod": 1.0}
+
+    runs = [run("fgd", 1, 95.0), run("fgd", 2, 96.0), run("phalanx", 1, 95.5),
+            run("phalanx", 2, 96.6)]
+    verdicts, losses = checks({"aggregate": aggregate(runs)})
+    line = next(v for v in verdicts if "FGD in this harness" in v)
+    # the seeds differ by +0.5 and +0.6: above FGD + 0.5 on average
+    assert line.endswith("(per seed +0.55 ± 0.07 pt, +0.50 to +0.60): **met**")
+    runs[3] = run("phalanx", 2, 96.4)
+    verdicts, losses = checks({"aggregate": aggregate(runs)})
+    assert any("vs FGD (this harness) 95.50%, +0.45 pt" in loss for loss in losses)
