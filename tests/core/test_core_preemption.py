@@ -480,3 +480,48 @@ def test_a_starvation_reservation_is_renewed_while_only_older_work_is_in_its_way
     assert decision(result, "default/big").nomination is None
     assert "released" in decision(result, "default/big").message
     assert [b.node for b in result.bindings if b.group == "default/small"] == ["n1"]
+
+
+def capped(gpus: int) -> QueueInfo:
+    return QueueInfo("team-a", capability={"nvidia.com/gpu": gpus * 1000})
+
+
+def test_a_gang_at_its_queues_capability_preempts_a_lower_priority_gang_of_its_queue() -> None:
+    result = run(
+        [node("n0"), node("n1")],
+        capped(8),
+        running_gang("low", ["n0"], queue="team-a"),
+        waiting_gang("high", 1, queue="team-a"),
+    )
+    assert evicted_groups(result) == {"default/low"}  # frees the quota (n1 was free)
+    assert {e.reason for e in result.evictions} == {"Preempted"}
+    high = decision(result, "default/high")
+    assert high.admitted and high.reason == "Preempting" and not result.bindings
+    assert high.nomination is not None and len(high.nomination.nodes) == 1
+
+
+def test_at_capability_nothing_of_equal_priority_or_of_another_queue_is_evicted() -> None:
+    result = run(
+        [node("n0"), node("n1"), node("n2")],
+        [capped(8), QueueInfo("team-b")],
+        running_gang("peer", ["n0"], queue="team-a", priority="high"),
+        running_gang("other", ["n1"], queue="team-b"),
+        waiting_gang("high", 1, queue="team-a"),
+    )
+    assert result.evictions == ()
+    assert decision(result, "default/high").reason == "QueueCapability"
+
+
+def test_quota_given_back_by_terminating_pods_is_not_evicted_for_again() -> None:
+    leaving = running_gang("low", ["n0"], queue="team-a")
+    leaving[0] = replace(leaving[0], terminating=True)  # type: ignore[type-var]
+    result = run(
+        [node("n0"), node("n1"), node("n2")],
+        capped(16),
+        leaving,
+        running_gang("low2", ["n1"], queue="team-a"),
+        waiting_gang("high", 1, queue="team-a"),
+    )
+    assert result.evictions == ()  # low's 8 GPUs are on their way out
+    high = decision(result, "default/high")
+    assert high.reason == "Preempting" and "terminating" in high.message

@@ -115,8 +115,13 @@ def cases(draw: st.DrawFn, max_gangs: int = 5, queues: bool = False) -> Case:
     waiting = tuple(pod(f"high-{i}", gpus=gpus, group="high") for i in range(size))
     guarantees: tuple[QueueInfo, ...] = ()
     if queues:
+        cap = draw(st.sampled_from((None, 8, 16, 24)))  # team-a's capability, if any
         guarantees = tuple(
-            QueueInfo(name, guarantee={GPU: draw(st.sampled_from((0, 8, 16, 24))) * 1000})
+            QueueInfo(
+                name,
+                guarantee={GPU: draw(st.sampled_from((0, 8, 16, 24))) * 1000},
+                capability={GPU: cap * 1000} if cap is not None and name == "team-a" else None,
+            )
             for name in ("team-a", "team-b")
         )
     return Case(nodes, tuple(running), tuple(groups), waiting, high, guarantees)
@@ -182,7 +187,7 @@ def check_rules(case: Case, result: CycleResult) -> frozenset[str]:
         assert case.used("team-b", gone) >= case.guarantee("team-b")
         assert all(e.group in {g.key for g in case.groups if g.queue == "team-b"}
                    for e in reclaimed)  # fmt: skip
-    assert fits_without(case, gone), "evicted, yet the preemptor does not fit"
+    assert fits_without(case, gone), "evicted, yet the preemptor does not fit (or is not admitted)"
     assert not any(b.group == PREEMPTOR for b in result.bindings)
     return gone
 

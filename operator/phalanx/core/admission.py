@@ -62,9 +62,12 @@ def admit(
     works: Sequence[GroupWork],
     ledger: QueueLedger,
     place: Callable[[GroupWork], bool] | None = None,
+    over: Callable[[GroupWork, dict[str, int]], bool] | None = None,
 ) -> Admission:
     """`place` tries to place an admitted group's gang; False (neither placed nor given
-    room by evictions) releases its reservation."""
+    room by evictions) releases its reservation. `over` is offered a gang its queue has
+    no room for under `capability`, with that room: True when it evicted lower-priority
+    work of the queue to make it (the victims left the ledger), and the gang is admitted."""
     rejected: dict[GroupKey, Problem] = {}
     lines: dict[str, list[GroupWork]] = {}
     needs: dict[GroupKey, dict[str, int]] = {}
@@ -92,6 +95,9 @@ def admit(
             admitted.append(work)
             if place is not None and not place(work):
                 ledger.add(work.queue, {r: -a for r, a in need.items()})
+        elif over is not None and work.mandatory and over(work, _excess(ledger, work.queue, need)):
+            ledger.add(work.queue, need)
+            admitted.append(work)
         else:
             rejected[work.key] = Problem(
                 StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, shortfall.message()
@@ -114,6 +120,20 @@ def _next_queue(
         return (borrows, -head.priority, ledger.share(queue, total), head.creation, head.key)
 
     return min(sorted(lines), key=rank)
+
+
+def _excess(ledger: QueueLedger, queue: str, need: Resources) -> dict[str, int]:
+    """How much of each resource the queue's chain must give back for `need` to fit
+    under every capability on it."""
+    excess: dict[str, int] = {}
+    for name in ledger.chain(queue):
+        capability = ledger.queues[name].capability or {}
+        used = ledger.used[name]
+        for resource, limit in capability.items():
+            over = used.get(resource, 0) + need.get(resource, 0) - limit
+            if over > 0 and need.get(resource, 0):
+                excess[resource] = max(excess.get(resource, 0), over)
+    return excess
 
 
 def _borrows(ledger: QueueLedger, queue: str, need: Resources) -> bool:

@@ -78,7 +78,24 @@ def run_cycle(
             preemptions.after(work, outcome.problem is None)
         return outcome.problem is None or preemptions.holds_room(work.key)
 
-    admission = admit(index, works, ledger, place)
+    def over(work: GroupWork, excess: dict[str, int]) -> bool:
+        """A gang its queue has no room for under `capability`: evict lower-priority
+        gangs of its queue that free that room and, with them gone, room to place it."""
+        outcome = outcomes[work.key]
+        route = route_of(index, work, config)
+        if isinstance(route, Problem):
+            return False
+        shapes = work.shapes[: work.mandatory]
+        request = _request(work.gang, shapes, route, config, _anchors(state, work, outcome))
+        preemptions.before(work)
+        problem = preemptions.over_capability(work, request, route, excess, ledger)
+        preemptions.after(work, False)
+        if problem is None:
+            return False
+        outcome.admitted, outcome.route, outcome.problem = True, route, problem
+        return True
+
+    admission = admit(index, works, ledger, place, over)
     for key, problem in admission.rejected.items():
         outcomes[key].problem = problem
     for work in admission.admitted:

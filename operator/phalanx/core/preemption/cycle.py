@@ -13,7 +13,7 @@ way (`_renewed`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -30,6 +30,7 @@ from phalanx.core.preemption.search import cost_of, work_cost
 from phalanx.core.preemption.units import Unit, build_units, within_spare
 from phalanx.core.preemption.why import why_not
 from phalanx.core.queues import QueueLedger
+from phalanx.core.resources import charged, total_of
 from phalanx.core.routes import Route
 from phalanx.core.state import CycleState
 from phalanx.core.status import Problem, Reason, StatusCode
@@ -166,6 +167,56 @@ class Preemptions:
         problem = Problem(problem.code, problem.reason, problem.message + note)
         return self._reserve(failure, problem)
 
+    def over_capability(
+        self,
+        work: GroupWork,
+        request: GangRequest,
+        route: Route,
+        excess: Mapping[str, int],
+        ledger: QueueLedger,
+    ) -> Problem | None:
+        """A gang its queue's capability leaves no room for: evict gangs of its queue of
+        lower priority that give back `excess` (Kueue's preemption within a
+        ClusterQueue), plus whatever else of them the placement needs once they are gone,
+        if it then fits; None (nothing evicted) otherwise."""
+        if not self.config.preemption or request.anchors or never_fits(request, self.state):
+            return None
+        claim = claim_for(
+            self.state.index, ledger, work.key, work.queue, work.priority, _class_of(work)
+        )
+        claim = replace(claim, reclaim=False)  # over its capability: above any guarantee
+        if not claim.preempt:
+            return None
+        leaving = self._leaving_usage(work.queue)  # victims of earlier cycles, say
+        excess = {r: a - leaving.get(r, 0) for r, a in excess.items() if a > leaving.get(r, 0)}
+        ids = self._eligible_ids(claim)
+        quota = _giving_back([u for u in self.units if id(u) in ids], excess)
+        if quota is None:
+            return None
+        finder, before = self.finder, len(self.finder.leaving)
+        finder.leave(quota)  # counted as gone while the room is searched
+        failure = Failure(work, request, route, lambda: _NO_PROBLEM)
+        taken = {id(other) for unit in quota for other in self._related(unit)}
+        found = self._preempt(failure, claim, exclude=taken)
+        del finder.leaving[before:]
+        if found is None:
+            return None
+        found = replace(found, units=quota + found.units, waiting=found.waiting)
+        return self._nominate(failure, found, claim, ledger)
+
+    def _leaving_usage(self, queue: str) -> dict[str, int]:
+        """What terminating pods of the queue's groups still count against it: it is
+        given back as they go, so it is not evicted for twice."""
+        index = self.state.index
+        pods = [
+            pod
+            for key, members in index.members.items()
+            if (group := index.groups.get(key)) is not None and group.queue == queue
+            for pod in members.pods
+            if pod.terminating and pod.node_name and not pod.finished
+        ]
+        return total_of(charged(pod, index.node_by_name) for pod in pods)
+
     def _not_evicting(self, failure: Failure) -> Problem:
         """A gang tied to its running pods' nodes, or that no room could hold, keeps its
         reservation, if any; one whose hold expired is released for one cycle: others
@@ -181,7 +232,9 @@ class Preemptions:
         held = work.group.nomination if work.group is not None else None
         return held is not None and not held.live(self.now) and work.key not in self.nominations
 
-    def _preempt(self, failure: Failure, claim: Claim) -> Found | None:
+    def _preempt(
+        self, failure: Failure, claim: Claim, exclude: frozenset[int] | set[int] = frozenset()
+    ) -> Found | None:
         """Pods already terminating count as gone; a gang that needs no victims keeps
         (but never starts) a hold with them: room freed by ordinary terminations goes
         to whoever the next cycle places first."""
@@ -192,7 +245,7 @@ class Preemptions:
             return None
 
         def eligible(unit: Unit) -> bool:
-            return id(unit) in ids
+            return id(unit) in ids and id(unit) not in exclude
 
         within = partial(claim.within, chains=self._queue_chains())
 
@@ -364,6 +417,31 @@ class Preemptions:
 
 
 _EXPIRED = "; the room held for it was released: it did not free up in time"
+_NO_PROBLEM = Problem(StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, "")
+
+
+def _giving_back(units: Sequence[Unit], excess: Mapping[str, int]) -> tuple[Unit, ...] | None:
+    """Elastic pods, else whole gangs (never both, as in `Finder.find`): the cheapest
+    first (`Unit.order`) until their requests cover `excess`, then pruned, most
+    expensive first, to a set none of which can be spared; None when they fall short."""
+    for whole in (False, True):
+        chosen: list[Unit] = []
+        for unit in sorted((u for u in units if u.whole == whole), key=Unit.order):
+            if _covers(chosen, excess):
+                break
+            if within_spare([*chosen, unit]):
+                chosen.append(unit)
+        if _covers(chosen, excess):
+            for unit in reversed(list(chosen)):
+                rest = [u for u in chosen if u is not unit]
+                if _covers(rest, excess):
+                    chosen = rest
+            return tuple(chosen)
+    return None
+
+
+def _covers(units: Sequence[Unit], excess: Mapping[str, int]) -> bool:
+    return all(sum(u.requests.get(r, 0) for u in units) >= a for r, a in excess.items())
 
 
 def _class_of(work: GroupWork) -> str | None:
