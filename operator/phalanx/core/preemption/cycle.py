@@ -3,7 +3,9 @@
 `run_cycle` places groups in order of decreasing priority. Around each placement it
 opens the holds this group may use; when a gang cannot be placed, `Preemptions.failed`
 looks for victims (whole gangs, elastic pods first) whose eviction makes it fit, holds
-the room it would use, and records the evictions. The gang itself is not bound in that
+the room it would use, and records the evictions. A gang its queue's capability has no
+room for is offered `over_capability` by admission: lower-priority gangs of its queue
+that give that room back, then the same search. The gang itself is not bound in that
 cycle: its room is still occupied until the victims are gone. A gang that waited past
 `starvation_seconds` gets a reservation where the least running work stands in its way
 (one such reservation at a time), once a group of equal or lower priority was placed
