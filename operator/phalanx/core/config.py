@@ -16,9 +16,11 @@ class SchedulerConfig:
     lone pod on the node where it leaves the least GPU unusable for the workload's typical
     pods (`phalanx.core.node_choice`; off for the gang-* baselines).
 
-    `preemption` lets a gang that cannot be placed evict lower-priority gangs of its
-    queue, and a queue below its guarantee reclaim from queues above theirs;
-    `nomination_timeout_seconds` is how long room freed for a preemptor stays held;
+    `preemption` lets a gang that cannot be placed, or that its queue's capability has
+    no room for, evict lower-priority gangs of its queue, and a queue below its guarantee
+    reclaim from queues above theirs; `nomination_timeout_seconds` is how long room freed
+    for a preemptor stays held (a starvation reservation is renewed while only older work
+    stands in its way);
     `starvation_seconds` is how long a gang may wait while groups of equal or lower
     priority are placed before room is reserved for it. A group past its
     scheduleTimeoutSeconds is retried after `backoff_initial_seconds`, doubling up to
