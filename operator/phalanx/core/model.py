@@ -88,11 +88,12 @@ class NodeInfo:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     ready: bool = True
+    gpu_count: int = field(init=False, repr=False, compare=False)
+    """The node's GPU devices (indices 0..count-1), from allocatable nvidia.com/gpu: set
+    once, since fragmentation-aware choice reads it for every candidate node."""
 
-    @property
-    def gpu_count(self) -> int:
-        """The node's GPU devices (indices 0..count-1), from allocatable nvidia.com/gpu."""
-        return self.allocatable.get(GPU, 0) // 1000
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpu_count", self.allocatable.get(GPU, 0) // 1000)
 
     @property
     def gpu_memory(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from phalanx.core.device_choice import DEVICE
 from phalanx.core.devices import (
@@ -112,18 +113,16 @@ class CycleState:
         self._used: dict[int, list[int]] = {}
         self.shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
-        self._mix: ShapeMix | None = None
         self._shared: set[int] = set(index.shared_nodes)
         self._spare: dict[int, int] = {}
 
-    @property
+    @cached_property
     def mix(self) -> ShapeMix:
         """The workload's typical GPU pod shapes, learned from the snapshot's pods (the
-        ones running and the ones waiting) when first asked; `ShapeMix.observe` adds
-        arrivals to a state kept across them (the packing benchmark)."""
-        if self._mix is None:
-            self._mix = ShapeMix(self.index.pods)
-        return self._mix
+        ones running and the ones waiting) when first asked (then a plain attribute: it
+        is read for every candidate node); `ShapeMix.observe` adds arrivals to a state
+        kept across them (the packing benchmark)."""
+        return ShapeMix(self.index.pods)
 
     def devices(self, node: int) -> list[int]:
         """Milli held on each GPU device of the node, kept current by placements."""
