@@ -104,6 +104,7 @@ class CycleState:
         self._best: dict[tuple[Shape, str | None, int], LevelBest] = {}
         self.static_rooms: dict[tuple[Shape, str | None], list[int]] = {}
         self.static_node_counts: dict[Shape, list[int]] = {}
+        self.static_scans: dict[Shape, list[int]] = {}  # `static_takes`: [next node, total]
         self.rejections: dict[object, tuple[int, Problem]] = {}
         self.sentences: dict[object, tuple[int, str]] = {}
         self._open: dict[Constraints, OpenNodes] = {}
@@ -458,24 +459,24 @@ def static_counts(state: CycleState, shape: Shape) -> list[int]:
 
 
 def static_takes(state: CycleState, shape: Shape, need: int) -> bool:
-    """Is `static_room` at the root at least `need`? Node by node until it is (usually
-    at the first nodes), without the whole column `static_counts` reads."""
-    known = state.static_node_counts.get(shape)
-    if known is not None:
-        return sum(known) >= need
-    index = state.index
-    total = 0
-    for i, cause in enumerate(state.static(shape.constraints)):
-        if cause not in _TRANSIENT:
-            continue
-        node = index.nodes[i]
-        fit = fit_count(node.allocatable, index.pods_allocatable[i], shape.requests)
-        if fit and shape.fractional:
-            fit = min(fit, _devices_take(shape, node))
-        total += fit
-        if total >= need:
-            return True
-    return False
+    """Is `static_room` at the root at least `need`? Nodes are counted in order only as
+    far as needed (usually the first few), and where the count stopped is kept per
+    shape, so a shape's nodes are counted at most once a cycle whatever is asked."""
+    scan = state.static_scans.get(shape)
+    if scan is None:
+        scan = state.static_scans[shape] = [0, 0]
+    position, total = scan
+    index, static = state.index, state.static(shape.constraints)
+    while total < need and position < len(static):
+        if static[position] in _TRANSIENT:
+            node = index.nodes[position]
+            fit = fit_count(node.allocatable, index.pods_allocatable[position], shape.requests)
+            if fit and shape.fractional:
+                fit = min(fit, _devices_take(shape, node))
+            total += fit
+        position += 1
+    scan[0], scan[1] = position, total
+    return total >= need
 
 
 _TRANSIENT = (None, Exclusion.NOT_READY, Exclusion.CORDONED)  # waiting may lift these
