@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -75,6 +76,38 @@ def partial_gangs(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, flo
         elif len(pods) > 1 and times and max(times) - min(times) > seconds:
             spread += 1
     return {"seen": spread + left, "left_partial": left, "bindings_spread_over_s": seconds}
+
+
+def spread_gangs(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, float],
+                 seconds: float, started: float, limit: int = 60) -> list[list[float]]:
+    """The gangs bound whole whose bindings lay more than `seconds` apart, as [pods, first
+    binding (s after `started`), spread (s)], in the order they began (at most `limit`):
+    when in the run they were, and how large."""
+    found = []
+    for pods in gangs.values():
+        times = [bound_at[p] for p in pods if p in bound_at]
+        if len(pods) > 1 and len(times) == len(pods) and max(times) - min(times) > seconds:
+            found.append([len(pods), round(min(times) - started, 2),
+                          round(max(times) - min(times), 2)])
+    return sorted(found, key=lambda row: row[1])[:limit]
+
+
+def binding_spreads(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, float],
+                    seconds: float) -> dict[str, dict[str, float]]:
+    """By pods per gang, for gangs bound whole: how many, how many over `seconds` from
+    first to last binding, and the median and largest of that spread (what the partial
+    count is made of; the count itself is `partial_gangs`)."""
+    spreads: dict[int, list[float]] = {}
+    for pods in gangs.values():
+        times = [bound_at[p] for p in pods if p in bound_at]
+        if len(pods) > 1 and len(times) == len(pods):
+            spreads.setdefault(len(pods), []).append(max(times) - min(times))
+    return {
+        str(size): {"gangs": len(values), "over": sum(1 for v in values if v > seconds),
+                    "p50_s": round(statistics.median(values), 3),
+                    "max_s": round(max(values), 3)}
+        for size, values in sorted(spreads.items())
+    }
 
 
 def bound_timeline(bound_at: Mapping[str, float], started: float, step: float = 1.0) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_report import headline, partial_gangs
+from bench.e2e_report import binding_spreads, headline, partial_gangs, spread_gangs
 from bench.e2e_table import markers, readme_section, section_name
 from bench.e2e_workload import (
     BLOCK_LABEL,
@@ -40,6 +40,17 @@ def test_partial_gangs_are_spread_bindings_or_pods_left_unbound() -> None:
     bound = {"a": 10.0, "b": 11.5, "c": 10.0, "d": 13.0, "e": 10.0, "h": 50.0}
     found = partial_gangs(gangs, bound, seconds=2.0)
     assert found == {"seen": 2, "left_partial": 1, "bindings_spread_over_s": 2.0}
+
+
+def test_binding_spreads_by_gang_size_count_whole_gangs_only() -> None:
+    gangs = {"together": ["a", "b"], "spread": ["c", "d"], "left": ["e", "f"],
+             "four": ["i", "j", "k", "l"], "single": ["h"]}
+    bound = {"a": 10.0, "b": 11.5, "c": 10.0, "d": 13.0, "e": 10.0, "h": 50.0,
+             "i": 1.0, "j": 1.2, "k": 1.4, "l": 1.6}
+    assert binding_spreads(gangs, bound, seconds=2.0) == {
+        "2": {"gangs": 2, "over": 1, "p50_s": 2.25, "max_s": 3.0},
+        "4": {"gangs": 1, "over": 0, "p50_s": 0.6, "max_s": 0.6}}
+    assert spread_gangs(gangs, bound, seconds=2.0, started=5.0) == [[2, 5.0, 3.0]]
 
 
 def _run(pods_per_second: float, partial: int) -> dict[str, Any]:
