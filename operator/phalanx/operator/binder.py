@@ -4,7 +4,8 @@ Per gang: 1. every pod is assumed on its node. 2. The PodGroup's status write re
 the plan (pod -> node, see plans.py); if that fails (group deleted), nothing else is
 written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out as one
 burst: the gang takes a slot per pod (up to the bound on requests in flight, shared by
-all gangs, see slots.py), so its pods land together. 4. Failed pods are un-assumed; the
+all gangs in turn; a large gang's burst goes alone, see slots.py), so its pods land
+together. 4. Failed pods are un-assumed; the
 next status write removes the plan.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
@@ -27,7 +28,7 @@ from phalanx.operator.cache import Body
 from phalanx.operator.gates import ungate_patch
 from phalanx.operator.kube.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.pods import is_gated
-from phalanx.operator.slots import GangSlots
+from phalanx.operator.slots import Burst, GangSlots
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +74,12 @@ class GangBinder:
         self.low_water = 2 * concurrency
         self._room = asyncio.Event()
         self._room.set()
+        self._on_reply: list[Callable[[], None]] = []
+
+    def after_next_reply(self, callback: Callable[[], None]) -> None:
+        """Call `callback` soon after the next reply to a pod's write (it then runs on its
+        own, not inside the gang's writes)."""
+        self._on_reply.append(callback)
 
     async def room(self) -> None:
         """Return once at most `low_water` pods wait for their write. Deciding more while
@@ -133,23 +140,26 @@ class GangBinder:
         self, assignments: Mapping[str, str], pods: Mapping[str, Body],
         devices: Mapping[str, str],
     ) -> dict[str, Reply]:
-        """Every pod's write, on the gang's slots: each slot sends the next pod's request
-        until none is left, then is given back."""
+        """Every pod's write, on the gang's slots (see slots.py for whose turn it is):
+        each sender sends the next pod's request until none is left."""
         todo = iter(list(assignments.items()))
         replies: dict[str, Reply] = {}
+        burst: Burst | None = None
 
-        async def sender() -> None:
+        async def sender(burst: Burst) -> None:
             try:
                 for key, node in todo:
                     replies[key] = await self._place_pod(key, node, pods.get(key),
                                                          devices.get(key, ""))
             finally:
-                self._slots.give()
+                burst.sender_done()
 
         try:
-            slots = await self._slots.take(len(assignments))
-            await asyncio.gather(*(sender() for _ in range(slots)))
+            burst = await self._slots.take(len(assignments))
+            await asyncio.gather(*(sender(burst) for _ in range(burst.senders)))
         finally:
+            if burst is not None:
+                burst.end()
             unsent = sum(1 for _ in todo)  # cancelled (shutdown): no longer in flight
             if unsent:
                 self._track(-unsent)
@@ -160,6 +170,9 @@ class GangBinder:
             reply = await self._write_pod(pod_key, node, pod, devices)
         finally:
             self._track(-1)
+            callbacks, self._on_reply = self._on_reply, []
+            for callback in callbacks:
+                asyncio.get_running_loop().call_soon(callback)
         if reply.ok:
             self._assumed.written(pod_key, self._clock())
         return reply

@@ -1,0 +1,117 @@
+"""Whose turn it is to bind: gangs in the order they ask, small ones sharing the slots,
+a large one alone (operator/slots.py). No time passes in these tests: the rule is one of
+order only, driven by slots given back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from manual_clock import turns
+from phalanx.operator.slots import Burst, GangSlots
+
+
+def asking(slots: GangSlots, pods: int) -> asyncio.Task[Burst]:
+    return asyncio.ensure_future(slots.take(pods))
+
+
+async def test_small_gangs_share_the_slots_a_slot_per_pod():
+    slots = GangSlots(8)  # alone from 4 pods
+    first, second = await slots.take(2), await slots.take(3)
+    assert (first.senders, second.senders, first.alone, second.alone) == (2, 3, False, False)
+    assert slots.free == 3
+
+
+async def test_a_waiting_gang_holds_back_every_later_one_even_one_that_would_fit():
+    slots = GangSlots(8)
+    await slots.take(3)
+    await slots.take(3)  # 2 free
+    waiting, later = asking(slots, 3), asking(slots, 1)
+    await turns()
+    assert not waiting.done() and not later.done()
+    slots.give(2)  # 4 free: the first in line goes, then the later one
+    await turns()
+    assert waiting.done() and later.done() and slots.free == 0
+
+
+async def test_a_small_gangs_slot_goes_back_as_soon_as_its_sender_is_done():
+    slots = GangSlots(4, alone_from=4)
+    burst = await slots.take(3)
+    waiting = asking(slots, 2)
+    await turns()
+    assert not waiting.done()
+    burst.sender_done()
+    await turns()
+    assert waiting.done()
+
+
+async def test_a_large_gang_starts_only_when_nothing_else_is_in_flight():
+    slots = GangSlots(8)
+    small = await slots.take(1)  # 7 free: enough for 6 pods, but not alone
+    large = asking(slots, 6)
+    await turns()
+    assert not large.done()
+    small.sender_done()
+    await turns()
+    assert large.done() and large.result().alone and large.result().senders == 6
+    assert slots.free == 0
+
+
+async def test_no_later_gang_starts_before_the_large_gangs_last_request_is_answered():
+    slots = GangSlots(8)
+    large = await slots.take(5)
+    later = asking(slots, 1)
+    for _ in range(large.senders):  # every sender has sent its last request ...
+        large.sender_done()
+    await turns()
+    assert not later.done()  # ... but replies are still coming: the burst is alone
+    large.end()
+    await turns()
+    assert later.done() and slots.free == 7
+
+
+async def test_a_gang_larger_than_the_limit_takes_every_slot_and_gives_them_all_back():
+    slots = GangSlots(8)
+    burst = await slots.take(20)
+    assert (burst.senders, burst.alone, slots.free) == (8, True, 0)
+    burst.end()
+    burst.end()  # twice is harmless
+    assert slots.free == 8
+
+
+async def test_a_cancelled_waiting_gang_lets_the_next_in_line_go():
+    slots = GangSlots(8)
+    held = await slots.take(3)
+    large, small = asking(slots, 6), asking(slots, 2)
+    await turns()
+    large.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await large
+    await turns()
+    assert small.done() and not small.result().alone
+    held.end()
+    small.result().end()
+    assert slots.free == 8
+
+
+async def test_every_gang_gets_its_turn_in_order_and_a_large_one_alone():
+    slots = GangSlots(8)
+    sizes = [1, 7, 2, 30, 3, 4, 1, 1, 8, 2]
+    tasks = [asking(slots, n) for n in sizes]
+    order: list[int] = []
+    in_flight: list[Burst] = []
+    while len(order) < len(sizes):
+        await turns()
+        for i, task in enumerate(tasks):
+            if task.done() and i not in order:
+                order.append(i)
+                in_flight.append(task.result())
+                assert not task.result().alone or len(in_flight) == 1
+        assert in_flight, "a gang waits for ever"
+        oldest = in_flight.pop(0)  # the oldest burst is answered
+        for _ in range(oldest.senders):
+            oldest.sender_done()
+        oldest.end()
+    assert order == list(range(len(sizes)))
+    assert slots.free == 8
