@@ -155,3 +155,65 @@ async def test_a_replaced_status_write_hands_its_events_and_its_news_to_the_newe
     assert posted == ["Preempting", "Scheduled"]
     patched = [b["status"] for m, p, b in api.calls if m == "PATCH"]
     assert patched == [{"phase": "Pending"}, {"phase": "Running"}]
+
+
+class Sequenced(HeldApi):
+    """Notes each request when sent and when answered, in one sequence."""
+
+    def __init__(self, held: bool) -> None:
+        super().__init__()
+        self.sequence: list[tuple[str, str]] = []
+        if not held:
+            self.release.set()
+
+    async def request(self, method: str, path: str, body: Any = None,
+                      content_type: str = JSON) -> Reply:
+        self.sequence.append(("sent", path))
+        reply = await super().request(method, path, body, content_type)
+        self.sequence.append(("answered", path))
+        return reply
+
+
+def queue_status_sent(api: Sequenced) -> int | None:
+    return next((i for i, (what, path) in enumerate(api.sequence)
+                 if what == "sent" and "/queues/default/status" in path), None)
+
+
+async def test_the_queue_status_waits_for_the_first_binding_answered_not_the_bindings():
+    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    api = Sequenced(held=False)
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                          clock=lambda: 1000.0)
+    await scheduler.cycle()
+    await scheduler.settle(timeout=5)
+    sent = queue_status_sent(api)
+    first_bound = api.sequence.index(next(
+        e for e in api.sequence if e[0] == "answered" and e[1].endswith("/binding")))
+    assert sent is not None and sent > first_bound
+
+
+async def test_with_no_binding_answered_the_next_cycle_writes_the_queue_status_first():
+    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    api = Sequenced(held=True)
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                          clock=lambda: 1000.0)
+    await scheduler.cycle()
+    await turns()
+    assert queue_status_sent(api) is None  # the plan's status is held: nothing bound yet
+    await scheduler.cycle()
+    await turns()
+    assert queue_status_sent(api) is not None
+    api.release.set()
+    assert await scheduler.settle(timeout=5)
+
+
+async def test_a_cycle_that_places_nothing_reports_the_queue_at_once():
+    objects = cluster(podgroup(min_member=3), gpu_pod("a"), gpu_pod("b"))  # cannot place
+    api = Sequenced(held=True)
+    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                          clock=lambda: 1000.0)
+    result = await scheduler.cycle()
+    await turns()
+    assert result.bindings == () and queue_status_sent(api) is not None
+    api.release.set()
+    assert await scheduler.settle(timeout=5)

@@ -12,7 +12,7 @@ import aiohttp
 
 from phalanx.operator.cache import ClusterCache, Kind
 from phalanx.operator.clock import MonotonicClock
-from phalanx.operator.kube.raw_watch import RawWatch
+from phalanx.operator.kube.raw_watch import OnPage, RawWatch
 
 
 def pod(name: str, version: str, node: str = "") -> dict[str, Any]:
@@ -44,8 +44,11 @@ class FakeSource:
         self.watched_from: list[str] = []
         self.idle = asyncio.Event()
 
-    async def list(self) -> Mapping[str, Any]:
-        return self.lists.pop(0)
+    async def list(self, on_page: OnPage | None = None) -> Mapping[str, Any]:
+        listed = self.lists.pop(0)
+        if on_page is not None:
+            on_page(listed["items"])
+        return listed
 
     async def watch(self, resource_version: str) -> AsyncGenerator[bytes, None]:
         self.watched_from.append(resource_version)
@@ -219,3 +222,16 @@ async def test_a_watch_that_goes_silent_is_given_up_after_the_read_timeout():
         done.set()
         await api_client.close()
         await runner.cleanup()
+
+
+async def test_each_listed_page_is_handed_on_slimmed_as_the_store_will_keep_it():
+    pages: list[list[Any]] = []
+    source = FakeSource([listing("5", pod("a", "4"), pod("b", "5"))], [[]])
+    watch = RawWatch(source, Pokes())
+    watch.on_listed = lambda bodies: pages.append(list(bodies))
+    await run_until_idle(watch, source)
+    assert [[b["metadata"]["name"] for b in page] for page in pages] == [["a", "b"]]
+    assert all(b["metadata"].get("managedFields") is None for b in pages[0])
+    assert [body for (body,) in watch.store.values()] == pages[0]  # the very bodies
+    assert all(stored is handed for (stored,), handed in zip(watch.store.values(), pages[0],
+                                                              strict=True))

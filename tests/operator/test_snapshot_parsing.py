@@ -145,3 +145,17 @@ def test_an_invalid_object_is_reported_every_cycle_and_parsed_once() -> None:
     first, second = watched.snapshot(), watched.snapshot()
     assert watched.parses == ["a@1"]
     assert [e.name for e in first.invalid] == [e.name for e in second.invalid] == ["ns/a"]
+
+
+def test_objects_parsed_as_listed_are_not_parsed_again_by_the_first_snapshot() -> None:
+    watched = Watched()
+    listed = [pod("a", "1"), pod("b", "1"), group()]
+    watched.cache.warm(Kind.POD, listed[:2])  # a LIST's page, parsed as it arrives
+    watched.cache.warm(Kind.POD_GROUP, listed[2:])
+    assert sorted(watched.parses) == ["a@1", "b@1", "g@1"]
+    for body in listed:  # then stored as the watch keeps them
+        watched.put(body)
+    watched.parses.clear()
+    shown = watched.snapshot()
+    assert watched.parses == []
+    assert shown.pods == snapshot_from_objects(listed).pods

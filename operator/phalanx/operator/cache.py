@@ -84,6 +84,15 @@ class ParsedObjects:
         self._entries[kind] = fresh
         return list(fresh.values())
 
+    def warm(self, kind: Hashable, bodies: Iterable[Body]) -> None:
+        """Parse `bodies` now, ahead of the read that will find them in the store under
+        their object key (a watch's store: one body per key). A LIST is parsed page by
+        page this way while the next page is on its way, not all at once by the first
+        cycle. Until that read, entries of objects gone are kept; it drops them."""
+        known = self._entries.setdefault(kind, {})
+        for body in bodies:
+            known[(object_key(body), 0)] = (body, self.parse(body))
+
     def parse(self, body: Body) -> Parsed:
         """Parse one body (no memory): its core type, or the InvalidObject it raised."""
         try:
@@ -134,6 +143,10 @@ class ClusterCache:
         """Every object of `kind` with its core type (or InvalidObject; None for a kind
         the core does not read), parsing only objects changed since the last call."""
         return self._parsed.read(kind, self._stores.get(kind, {}))
+
+    def warm(self, kind: Kind, bodies: Iterable[Body]) -> None:
+        """Parse bodies about to be stored under `kind` (a watch's LIST, page by page)."""
+        self._parsed.warm(kind, bodies)
 
     def parse(self, body: Body) -> object:
         """One body that is in no store (an overlay, an object being created), parsed as

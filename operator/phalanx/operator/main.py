@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from typing import Any
 
 import kopf
@@ -87,9 +88,10 @@ class Operator:
         self.node_watch = RawWatch(
             ApiListWatch(self.api_client, path="/api/v1/nodes"), self.loop.poke, kind="Node"
         )
-        self.stores[Kind.POD] = self.pod_watch.store
-        self.stores[Kind.POD_GROUP] = self.group_watch.store
-        self.stores[Kind.NODE] = self.node_watch.store
+        for kind, watch in ((Kind.POD, self.pod_watch), (Kind.POD_GROUP, self.group_watch),
+                            (Kind.NODE, self.node_watch)):
+            self.stores[kind] = watch.store
+            watch.on_listed = functools.partial(self.cache.warm, kind)  # parsed as listed
         self.workload_store = MergedStore()
         self.stores[Kind.WORKLOAD] = self.workload_store
         self.stores[Kind.UPSTREAM_POD_GROUP] = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Hashable, Mapping
+from collections.abc import AsyncGenerator, Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 import aiohttp
@@ -46,10 +46,15 @@ class WatchFailed(Exception):
     """The API server ended the watch with an error other than 410."""
 
 
+OnPage = Callable[[Sequence[Any]], None]
+
+
 class ListWatchSource(Protocol):
     """The two requests the watcher makes (faked in unit tests)."""
 
-    async def list(self) -> Mapping[str, Any]: ...
+    async def list(self, on_page: OnPage | None = None) -> Mapping[str, Any]:
+        """Every object; `on_page` is given each page's items as they arrive."""
+        ...
 
     def watch(self, resource_version: str) -> AsyncGenerator[bytes, None]: ...
 
@@ -73,6 +78,10 @@ class RawWatch:
         self.source = source
         self.on_change = on_change
         self.store: dict[Hashable, tuple[Body]] = {}
+        # Given each listed page's bodies (slimmed, as they will be stored) as it arrives,
+        # while the API server builds the next page: the cache parses them there.
+        self.on_listed: Callable[[Sequence[Body]], None] | None = None
+        self._listing: list[Body] = []
         self.listed = asyncio.Event()
         self.resource_version = ""
         self.lists = 0
@@ -85,7 +94,9 @@ class RawWatch:
         while True:
             try:
                 if not self.resource_version:
-                    self.replace(await self.source.list())
+                    self._listing = []
+                    listed = await self.source.list(self._listed_page)
+                    self._take(self._listing, listed)
                 seen = 0
                 async with contextlib.aclosing(self.source.watch(self.resource_version)) as lines:
                     async for line in lines:
@@ -120,10 +131,21 @@ class RawWatch:
 
     def replace(self, listed: Mapping[str, Any]) -> None:
         """Take a LIST reply as the whole truth (objects missed while not watching are gone)."""
-        fresh: dict[Hashable, tuple[Body]] = {}
-        for item in listed.get("items") or ():
-            body = slim({"apiVersion": self.api_version, "kind": self.kind, **item})
-            fresh[object_key(body)] = (body,)
+        self._take(self._slimmed(listed.get("items") or ()), listed)
+
+    def _listed_page(self, items: Sequence[Any]) -> None:
+        bodies = self._slimmed(items)
+        self._listing += bodies
+        if self.on_listed is not None:
+            self.on_listed(bodies)
+
+    def _slimmed(self, items: Sequence[Any]) -> list[Body]:
+        return [slim({"apiVersion": self.api_version, "kind": self.kind, **item})
+                for item in items]
+
+    def _take(self, bodies: Sequence[Body], listed: Mapping[str, Any]) -> None:
+        fresh: dict[Hashable, tuple[Body]] = {object_key(body): (body,) for body in bodies}
+        self._listing = []
         self.store.clear()
         self.store.update(fresh)
         self.resource_version = str(listed.get("metadata", {}).get("resourceVersion") or "")
@@ -183,20 +205,31 @@ class ApiListWatch:
             _request_timeout=timeout,
         )
 
-    async def list(self) -> Mapping[str, Any]:
+    async def list(self, on_page: OnPage | None = None) -> Mapping[str, Any]:
         """Every object, page by page (one consistent snapshot: the API server's continue
         token; an expired one answers 410 and the watcher lists again); the reply has
-        the items of all pages and the resourceVersion to watch from."""
+        the items of all pages and the resourceVersion to watch from. The next page is
+        asked for before `on_page` reads this one, so the API server builds it meanwhile
+        (at bench-5000 the operator parsed 20,870 pods only after the last page came)."""
         items: list[Any] = []
-        query: Query = [("limit", self._page_size)]
-        while True:
-            page = await self._page(query)
-            items += page.get("items") or ()
-            meta = page.get("metadata") or {}
-            if not meta.get("continue"):
-                return {"metadata": {"resourceVersion": meta.get("resourceVersion")},
-                        "items": items}
-            query = [("limit", self._page_size), ("continue", meta["continue"])]
+        following = asyncio.ensure_future(self._page([("limit", self._page_size)]))
+        try:
+            while True:
+                page = await following
+                meta = page.get("metadata") or {}
+                if meta.get("continue"):
+                    following = asyncio.ensure_future(self._page(
+                        [("limit", self._page_size), ("continue", meta["continue"])]))
+                found = page.get("items") or []
+                if on_page is not None:
+                    on_page(found)
+                items += found
+                if not meta.get("continue"):
+                    return {"metadata": {"resourceVersion": meta.get("resourceVersion")},
+                            "items": items}
+        finally:
+            if not following.done():
+                following.cancel()
 
     async def _page(self, query: Query) -> Mapping[str, Any]:
         response = await self._get(query, aiohttp.ClientTimeout(total=120, sock_connect=10))
