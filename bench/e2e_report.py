@@ -79,17 +79,17 @@ def partial_gangs(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, flo
 
 
 def spread_gangs(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, float],
-                 seconds: float, started: float, limit: int = 60) -> list[list[float]]:
-    """The gangs bound whole whose bindings lay more than `seconds` apart, as [pods, first
-    binding (s after `started`), spread (s)], in the order they began (at most `limit`):
-    when in the run they were, and how large."""
-    found = []
-    for pods in gangs.values():
+                 seconds: float, started: float, limit: int = 60) -> list[list[Any]]:
+    """The gangs bound whole whose bindings lay more than `seconds` apart, as [gang, pods,
+    first binding (s after `started`), spread (s)], in the order they began (at most
+    `limit`): when in the run they were, how large, and which (for the scheduler's log)."""
+    found: list[list[Any]] = []
+    for name, pods in gangs.items():
         times = [bound_at[p] for p in pods if p in bound_at]
         if len(pods) > 1 and len(times) == len(pods) and max(times) - min(times) > seconds:
-            found.append([len(pods), round(min(times) - started, 2),
+            found.append([name, len(pods), round(min(times) - started, 2),
                           round(max(times) - min(times), 2)])
-    return sorted(found, key=lambda row: row[1])[:limit]
+    return sorted(found, key=lambda row: row[2])[:limit]
 
 
 def binding_spreads(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, float],

@@ -50,7 +50,7 @@ def test_binding_spreads_by_gang_size_count_whole_gangs_only() -> None:
     assert binding_spreads(gangs, bound, seconds=2.0) == {
         "2": {"gangs": 2, "over": 1, "p50_s": 2.25, "max_s": 3.0},
         "4": {"gangs": 1, "over": 0, "p50_s": 0.6, "max_s": 0.6}}
-    assert spread_gangs(gangs, bound, seconds=2.0, started=5.0) == [[2, 5.0, 3.0]]
+    assert spread_gangs(gangs, bound, seconds=2.0, started=5.0) == [["spread", 2, 5.0, 3.0]]
 
 
 def _run(pods_per_second: float, partial: int) -> dict[str, Any]:

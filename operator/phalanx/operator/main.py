@@ -30,6 +30,7 @@ from phalanx.operator.kube.raw_watch import ApiListWatch, RawWatch
 from phalanx.operator.loop import SchedulingLoop
 from phalanx.operator.optional_kinds import OptionalKind, OptionalKinds
 from phalanx.operator.scheduler import Scheduler
+from phalanx.operator.writes import connections_needed
 from phalanx.workloads import WORKLOAD_KINDS
 
 log = structlog.get_logger("phalanx.operator")
@@ -60,8 +61,7 @@ class Operator:
         self.leading = leading
         self.metrics = metrics or Metrics()
         self.health = health or Health()
-        # One connection per binding in flight, plus some for status, events and the pod watch.
-        configuration.connection_pool_maxsize = settings.binding_concurrency + 9
+        configuration.connection_pool_maxsize = connections_needed(settings.binding_concurrency)
         self.configuration = configuration
         self.stores: dict[Kind, Store] = {}
         self.cache = ClusterCache(self.stores)

@@ -40,6 +40,23 @@ log = structlog.get_logger("phalanx.operator")
 OnGang = Callable[[GangWritten], Awaitable[None]]
 OnEviction = Callable[[VictimsEvicted], Awaitable[None]]
 
+# Connections held for as long as they run: a LIST or watch per watched kind (Pods,
+# PodGroups, Nodes, Kubernetes' PodGroups, five workload kinds) and a LIST's next page.
+WATCH_CONNECTIONS = 16
+
+
+def background_concurrency(binding_concurrency: int) -> int:
+    """Status writes, Events and deletions in flight: a quarter of the bindings' share."""
+    return max(4, binding_concurrency // 4)
+
+
+def connections_needed(binding_concurrency: int) -> int:
+    """Connections the client pool must hold so that no request waits for one: every
+    binding and background write in flight at once, and every watch. With fewer (it had
+    bindings + 9), bindings waited for a connection while status writes held theirs, and
+    a gang's bindings landed seconds apart (bench-1000: 2-pod gangs 4 s apart)."""
+    return binding_concurrency + background_concurrency(binding_concurrency) + WATCH_CONNECTIONS
+
 
 @dataclasses.dataclass
 class WriteCounts:
@@ -63,7 +80,7 @@ class Writes:
         self._clock = clock
         self.binder = GangBinder(api, assumed, concurrency, clock)
         self.evictor = Evictor(api, eviction, clock)
-        self.background = BackgroundWrites(max(4, concurrency // 4))
+        self.background = BackgroundWrites(background_concurrency(concurrency))
         self.events = EventRecorder(api)
         self.counts = WriteCounts()
         self._offered: dict[str, Mapping[str, Any]] = {}  # status ref -> last status offered
