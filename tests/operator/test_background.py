@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 from operator_fakes import FakeApi, podgroup
@@ -174,13 +175,21 @@ class Sequenced(HeldApi):
         return reply
 
 
+def fresh(*objects: dict[str, Any]) -> list[dict[str, Any]]:
+    """The shared cluster with a Queue of its own that shows no status yet (tests that
+    echo their writes leave one on the shared Queue)."""
+    queue = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
+             "metadata": {"name": "default"}, "spec": {}}
+    return [queue, *(o for o in copy.deepcopy(cluster(*objects)) if o["kind"] != "Queue")]
+
+
 def queue_status_sent(api: Sequenced) -> int | None:
     return next((i for i, (what, path) in enumerate(api.sequence)
                  if what == "sent" and "/queues/default/status" in path), None)
 
 
 async def test_the_queue_status_waits_for_the_first_binding_answered_not_the_bindings():
-    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    objects = fresh(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = Sequenced(held=False)
     scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)
@@ -193,7 +202,7 @@ async def test_the_queue_status_waits_for_the_first_binding_answered_not_the_bin
 
 
 async def test_with_no_binding_answered_the_next_cycle_writes_the_queue_status_first():
-    objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    objects = fresh(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = Sequenced(held=True)
     scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)
@@ -208,7 +217,7 @@ async def test_with_no_binding_answered_the_next_cycle_writes_the_queue_status_f
 
 
 async def test_a_cycle_that_places_nothing_reports_the_queue_at_once():
-    objects = cluster(podgroup(min_member=3), gpu_pod("a"), gpu_pod("b"))  # cannot place
+    objects = fresh(podgroup(min_member=3), gpu_pod("a"), gpu_pod("b"))  # cannot place
     api = Sequenced(held=True)
     scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)

@@ -37,6 +37,7 @@ class GangWritten:
     placed: tuple[str, ...] = ()
     failed: Mapping[str, str] = dataclasses.field(default_factory=dict)  # pod -> reason
     skipped: str = ""  # why nothing was written
+    seconds: float = 0.0  # from the burst's start (its slots taken) to its last reply
 
     @property
     def partial(self) -> bool:
@@ -125,7 +126,8 @@ class GangBinder:
                 self._assumed.forget(pod_key)
             self._track(-len(assignments))
             return GangWritten(group_key, skipped="plan not recorded in the PodGroup's status")
-        replies = await self._burst(assignments, pods, devices)
+        started: list[float] = []
+        replies = await self._burst(assignments, pods, devices, started)
         placed, failed = [], {}
         for key in assignments:
             reply = replies[key]
@@ -134,14 +136,16 @@ class GangBinder:
             else:
                 failed[key] = f"{reply.status} {reply.reason}"
                 self._assumed.forget(key)
-        return GangWritten(group_key, tuple(placed), failed)
+        seconds = self._clock() - started[0] if started else 0.0
+        return GangWritten(group_key, tuple(placed), failed, seconds=seconds)
 
     async def _burst(
         self, assignments: Mapping[str, str], pods: Mapping[str, Body],
-        devices: Mapping[str, str],
+        devices: Mapping[str, str], started: list[float],
     ) -> dict[str, Reply]:
         """Every pod's write, on the gang's slots (see slots.py for whose turn it is):
-        each sender sends the next pod's request until none is left."""
+        each sender sends the next pod's request until none is left. `started` gets the
+        moment the slots were taken (the burst's start, for the gang's log line)."""
         todo = iter(list(assignments.items()))
         replies: dict[str, Reply] = {}
         burst: Burst | None = None
@@ -156,6 +160,7 @@ class GangBinder:
 
         try:
             burst = await self._slots.take(len(assignments))
+            started.append(self._clock())
             await asyncio.gather(*(sender(burst) for _ in range(burst.senders)))
         finally:
             if burst is not None:

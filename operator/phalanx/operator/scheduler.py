@@ -264,7 +264,8 @@ class Scheduler:
             if outcome.skipped:
                 log.warning("gang not placed", reason=outcome.skipped)
             elif not outcome.failed:
-                log.info("gang placed", pods=len(outcome.placed))
+                log.info("gang placed", pods=len(outcome.placed),
+                         burst_seconds=round(outcome.seconds, 3))
             else:
                 pod, reason = next(iter(outcome.failed.items()))
                 log.warning("gang partly placed", placed=len(outcome.placed),
