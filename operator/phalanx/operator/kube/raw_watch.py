@@ -95,8 +95,11 @@ class RawWatch:
             try:
                 if not self.resource_version:
                     self._listing = []
+                    began = self._clock.now()
                     listed = await self.source.list(self._listed_page)
                     self._take(self._listing, listed)
+                    log.info("listed", kind=self.kind, objects=len(self.store),
+                             seconds=round(self._clock.now() - began, 3))
                 seen = 0
                 async with contextlib.aclosing(self.source.watch(self.resource_version)) as lines:
                     async for line in lines:
