@@ -4,11 +4,15 @@ keep off GPU nodes when they can; the same state always gives the same choice.""
 
 from __future__ import annotations
 
-from core_builders import cycle, node, pod
+from core_builders import cycle, node, pod, snapshot_of
 
 from phalanx.core import PodInfo
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.fragmentation import Profile, ShapeMix
+from phalanx.core.node_choice import least_fragmenting
+from phalanx.core.shapes import shape_of
+from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.state import CycleState
 
 GI = 2**30
 
@@ -102,3 +106,27 @@ def test_a_pod_opens_a_whole_node_when_the_partly_used_one_would_lose_more() -> 
     # on a it takes the last cpu: the 500 milli left there serve no typical pod; on b the
     # other half of its device still serves the half-GPU pods
     assert placed(cycle(nodes, typical, used, new)) == {"default/new": "b"}
+
+
+def test_remembered_grades_follow_each_placement() -> None:
+    """Pods placed one by one on one state (grades remembered between them) go where a
+    fresh state with the same placements would put each of them."""
+    nodes = [node(f"n{i}", gpus=4 if i % 2 else 2, cpu=16) for i in range(4)]
+    typical = [pod(f"t{i}", gpus=2, cpu=4) for i in range(4)]
+    arrivals = [pod(f"p{i}", gpus=1 + i % 2, cpu=2 + 2 * (i % 3)) for i in range(10)]
+    index = ClusterIndex(snapshot_of([*nodes, *typical]))
+    kept = CycleState(index)
+    done: list[tuple[int, PodInfo]] = []
+    for arrival in arrivals:
+        fresh = CycleState(index)
+        for where, placed_pod in done:
+            fresh.place(where, placed_pod)
+        shape = shape_of(arrival)
+        everywhere = range(len(nodes))
+        chosen = least_fragmenting(kept, shape, everywhere)
+        assert chosen == least_fragmenting(fresh, shape, everywhere)
+        if chosen is None:
+            break
+        kept.place(chosen, arrival)
+        done.append((chosen, arrival))
+    assert len(done) >= 6

@@ -72,6 +72,9 @@ class ShapeMix:
         self._memory = memory
         self._typical: tuple[tuple[Profile, float], ...] = ()
         self._stale = 0
+        self.version = 0
+        """Counts refreshes of the typical shapes: a grade remembered under another
+        version is stale (`CycleState.node_grades`)."""
         self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
         self._cpu_levels: list[int] = []
         self._memory_levels: list[int] = []
@@ -103,6 +106,7 @@ class ShapeMix:
 
     def _refresh(self) -> None:
         self._stale = 0
+        self.version += 1
         total = sum(self._counts.values())
         ranked = sorted(self._counts.items(), key=lambda item: (-item[1], item[0]))
         chosen: list[tuple[Profile, int]] = []

@@ -29,23 +29,43 @@ CANDIDATES = 64
 
 
 def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]) -> int | None:
-    """The best candidate node for one pod of `shape` (None: none of them takes it)."""
-    requests = dict(shape.requests)
-    cpu, memory = requests.get(CPU, 0), requests.get(MEMORY, 0)
-    whole = -(-requests.get(GPU, 0) // DEVICE)
-    uses_gpu = bool(whole or shape.fractional)
+    """The best candidate node for one pod of `shape` (None: none of them takes it).
+    A node's grade is remembered (`CycleState.node_grades`) until the node changes."""
+    mix = state.mix
+    mix.typical()  # a refresh due happens now, before the remembered grades are read
+    known = state.node_grades(mix.version)
     best: tuple[tuple[int, int, int, int], int] | None = None
     for node in candidates:
-        added = added_fragmentation(state, node, shape, cpu, memory, whole)
-        if added is None:
+        grades = known.get(node)
+        if grades is None:
+            grades = known[node] = {}
+        if shape in grades:
+            found = grades[shape]
+        else:
+            found = grades[shape] = node_grade(state, node, shape)
+        if found is None:
             continue
-        gpus = state.index.nodes[node].gpu_count
-        opens = 1 if uses_gpu and gpus and state.free[node].get(GPU, 0) >= gpus * DEVICE else 0
-        strands = 1 if gpus and not uses_gpu else 0
-        key = (grade(added), opens, strands, node)
+        key = (*found, node)
         if best is None or key < best[0]:
             best = (key, node)
     return best[1] if best is not None else None
+
+
+def node_grade(state: CycleState, node: int, shape: Shape) -> tuple[int, int, int] | None:
+    """The node's grade for one pod of `shape`, lower is better (None: its devices do not
+    take the pod): the fragmentation it adds, then whether it opens a node with every
+    GPU free, then whether a CPU-only pod strands the node's GPUs."""
+    requests = dict(shape.requests)
+    cpu, memory = requests.get(CPU, 0), requests.get(MEMORY, 0)
+    whole = -(-requests.get(GPU, 0) // DEVICE)
+    added = added_fragmentation(state, node, shape, cpu, memory, whole)
+    if added is None:
+        return None
+    uses_gpu = bool(whole or shape.fractional)
+    gpus = state.index.nodes[node].gpu_count
+    opens = 1 if uses_gpu and gpus and state.free[node].get(GPU, 0) >= gpus * DEVICE else 0
+    strands = 1 if gpus and not uses_gpu else 0
+    return (grade(added), opens, strands)
 
 
 def grade(added: float) -> int:

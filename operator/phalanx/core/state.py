@@ -116,6 +116,8 @@ class CycleState:
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
         self._shared: set[int] = set(index.shared_nodes)
         self._spare: dict[int, int] = {}
+        self._grades: dict[int, dict[Shape, tuple[int, int, int] | None]] = {}
+        self._grades_version = -1
 
     @cached_property
     def mix(self) -> ShapeMix:
@@ -124,6 +126,16 @@ class CycleState:
         is read for every candidate node); `ShapeMix.observe` adds arrivals to a state
         kept across them (the packing benchmark)."""
         return ShapeMix(self.index.pods)
+
+    def node_grades(self, version: int) -> dict[int, dict[Shape, tuple[int, int, int] | None]]:
+        """`least_fragmenting`'s grade of each node for each shape it was asked about,
+        kept until a pod lands on or leaves the node or the typical shapes (`version`,
+        `ShapeMix.version`) change: between two pods one node changes, and most of the
+        next pod's candidates are the same nodes graded for the same shape."""
+        if version != self._grades_version:
+            self._grades = {}
+            self._grades_version = version
+        return self._grades
 
     def devices(self, node: int) -> list[int]:
         """Milli held on each GPU device of the node, kept current by placements."""
@@ -351,6 +363,7 @@ class CycleState:
             self._move_devices(node, pod, sign)
         self.pods_free[node] += sign
         self.generation += 1
+        self._grades.pop(node, None)
         self._refresh_counts(node, shrinking=sign < 0 and all(
             amount >= 0 for amount in pod.requests.values()))
 
