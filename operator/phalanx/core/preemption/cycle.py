@@ -74,7 +74,7 @@ class Preemptions:
         self._room_held: set[GroupKey] = set()
         self._chains: dict[str, tuple[str, ...]] = {}
         self._notes: dict[object, str] = {}
-        self._by_group: dict[GroupKey, list[Unit]] = {}
+        self._by_group: dict[GroupKey, list[Unit]] | None = None
         self._eligible: dict[object, frozenset[int]] = {}
         self._seed(works)
 
@@ -316,7 +316,11 @@ class Preemptions:
         return self._groups().get(unit.group, [unit])
 
     def _groups(self) -> dict[GroupKey, list[Unit]]:
-        if not self._by_group:
+        """Units by group, built once: the units are fixed once built, and a cluster
+        whose running pods belong to no group must not rebuild an empty map per call
+        (none-fit asked 1,000 times: a third of its cycle)."""
+        if self._by_group is None:
+            self._by_group = {}
             for other in self.units:
                 if other.group is not None:
                     self._by_group.setdefault(other.group, []).append(other)
