@@ -34,15 +34,16 @@ def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]
     mix = state.mix
     mix.typical()  # a refresh due happens now, before the remembered grades are read
     known = state.node_grades(mix.version)
+    size = state.grade_id(shape)
     best: tuple[tuple[int, int, int, int], int] | None = None
     for node in candidates:
         grades = known.get(node)
         if grades is None:
             grades = known[node] = {}
-        if shape in grades:
-            found = grades[shape]
+        if size in grades:
+            found = grades[size]
         else:
-            found = grades[shape] = node_grade(state, node, shape)
+            found = grades[size] = node_grade(state, node, shape)
         if found is None:
             continue
         key = (*found, node)

@@ -116,8 +116,9 @@ class CycleState:
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
         self._shared: set[int] = set(index.shared_nodes)
         self._spare: dict[int, int] = {}
-        self._grades: dict[int, dict[Shape, tuple[int, int, int] | None]] = {}
+        self._grades: dict[int, dict[int, tuple[int, int, int] | None]] = {}
         self._grades_version = -1
+        self._grade_ids: dict[tuple[tuple[tuple[str, int], ...], int, int], int] = {}
 
     @cached_property
     def mix(self) -> ShapeMix:
@@ -127,15 +128,22 @@ class CycleState:
         kept across them (the packing benchmark)."""
         return ShapeMix(self.index.pods)
 
-    def node_grades(self, version: int) -> dict[int, dict[Shape, tuple[int, int, int] | None]]:
-        """`least_fragmenting`'s grade of each node for each shape it was asked about,
-        kept until a pod lands on or leaves the node or the typical shapes (`version`,
-        `ShapeMix.version`) change: between two pods one node changes, and most of the
-        next pod's candidates are the same nodes graded for the same shape."""
+    def node_grades(self, version: int) -> dict[int, dict[int, tuple[int, int, int] | None]]:
+        """`least_fragmenting`'s grade of each node for each pod size (`grade_id`) it was
+        asked about, kept until a pod lands on or leaves the node or the typical shapes
+        (`version`, `ShapeMix.version`) change: between two pods one node changes, and
+        most of the next pod's candidates are the same nodes graded for the same size."""
         if version != self._grades_version:
             self._grades = {}
             self._grades_version = version
         return self._grades
+
+    def grade_id(self, shape: Shape) -> int:
+        """A small number per pod size (requests and part of a GPU; a grade does not
+        depend on the constraints, so shapes that differ only there share grades): the
+        key of `node_grades`, cheaper to look up than the shape itself."""
+        key = (shape.requests, shape.gpu_milli, shape.gpu_memory)
+        return self._grade_ids.setdefault(key, len(self._grade_ids))
 
     def devices(self, node: int) -> list[int]:
         """Milli held on each GPU device of the node, kept current by placements."""
