@@ -12,6 +12,7 @@ from phalanx.sim.jobrun import JobRun
 from phalanx.sim.metrics import summarise
 from phalanx.sim.model import JobSpec, SimCluster
 from phalanx.sim.policies import POLICIES, make_policy
+from phalanx.sim.policy import SchedulingView
 from phalanx.sim.state import ClusterState, room_for
 
 from .conftest import make_cluster, node_object
@@ -112,17 +113,10 @@ def test_the_core_sees_the_devices_bound_pods_hold() -> None:
     """A running fractional pod is handed to the core with its device, so the core's
     next choice is made on the engine's usage."""
     from phalanx.sim.policies.core_policy import CorePolicy
-    from phalanx.sim.policy import SchedulingView
 
     cluster = _two_gpus()
     policy = CorePolicy("phalanx", cluster, True, "binpack")
-    state = ClusterState(cluster)
-    held = JobRun(part("held", 0, 600))
-    held.devices.append(state.bind(0, 600, 1000, 1024, devices=(1,)))
-    held.nodes.append(0)
-    held.bound_at.append(0.0)
-    held.start = 0.0
-    view = SchedulingView(1.0, cluster, state, [JobRun(part("new", 1, 300))], [held])
+    view = _new_beside_held(cluster)
     outcome = policy.schedule(view)
     assert [(p.job, p.devices) for p in outcome.placements] == [("new", (1,))]
 
@@ -147,18 +141,22 @@ def test_a_yaml_trace_asks_for_part_of_a_gpu_and_for_gpu_models(tmp_path: Path) 
 def test_kube_default_takes_the_first_device_with_room_and_the_core_the_fullest() -> None:
     """The kube-default model allocates like the DRA allocator (first device by index that
     has room); the core fits a fraction onto the device it fills best."""
-    from phalanx.sim.policy import SchedulingView
-
     cluster = _two_gpus()
     chosen = {}
     for policy in ("kube-default", "phalanx"):
-        state = ClusterState(cluster)
-        held = JobRun(part("held", 0, 600))
-        held.devices.append(state.bind(0, 600, 1000, 1024, devices=(1,)))
-        held.nodes.append(0)
-        held.bound_at.append(0.0)
-        held.start = 0.0
-        view = SchedulingView(1.0, cluster, state, [JobRun(part("new", 1, 300))], [held])
+        view = _new_beside_held(cluster)
         outcome = make_policy(policy, cluster).schedule(view)
         chosen[policy] = [p.devices for p in outcome.placements]
     assert chosen == {"kube-default": [(0,)], "phalanx": [(1,)]}
+
+
+def _new_beside_held(cluster: SimCluster) -> SchedulingView:
+    """A view at t=1: a running 600-milli pod on device 1 of node 0, a new 300-milli pod
+    waiting."""
+    state = ClusterState(cluster)
+    held = JobRun(part("held", 0, 600))
+    held.devices.append(state.bind(0, 600, 1000, 1024, devices=(1,)))
+    held.nodes.append(0)
+    held.bound_at.append(0.0)
+    held.start = 0.0
+    return SchedulingView(1.0, cluster, state, [JobRun(part("new", 1, 300))], [held])
