@@ -32,6 +32,9 @@ from phalanx.core import (
     TopologySpec,
     run_cycle,
 )
+from phalanx.core.members import build_works
+from phalanx.core.preemption.rules import Claim
+from phalanx.core.preemption.units import build_units, priority_bounds
 
 SPEC = TopologySpec("default", (TopologyLevel("rack", ("rack",)), TopologyLevel("host", (HOST,))))
 CLASSES = tuple(PriorityClassInfo(f"p{v}", v) for v in (0, 1, 2, 5))
@@ -240,3 +243,30 @@ def describe(case: Case) -> str:
 def test_reclaim_takes_only_what_leaves_each_queue_at_or_above_its_guarantee(case: Case) -> None:
     result = run_cycle(case.snapshot())
     check_rules(case, result)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    cases(queues=True),
+    st.sampled_from(("team-a", "team-b", "default")),
+    st.sampled_from([c.value for c in CLASSES]),
+    st.booleans(),
+    st.booleans(),
+    st.frozensets(st.sampled_from(("team-a", "team-b"))),
+)
+def test_priority_bounds_are_the_units_and_say_exactly_whether_any_may_be_taken(
+    case: Case, queue: str, priority: int, preempt: bool, reclaim: bool, closed: frozenset[str]
+) -> None:
+    """The cycle skips building units when `may_take` says no: it must never say no
+    while some unit may be taken (here it is exact: the preemptor runs nothing)."""
+    index = case.snapshot().index
+    priorities = {work.key: work.priority for work in build_works(index)}
+    units = build_units(index, priorities)
+    by_queue: dict[str, list[int]] = {}
+    for unit in units:
+        by_queue.setdefault(unit.queue, []).append(unit.priority)
+    expected = {name: (min(values), max(values)) for name, values in by_queue.items()}
+    assert priority_bounds(index, priorities) == expected
+    claim = Claim(PREEMPTOR, queue, priority, preempt, reclaim, (queue,), {}, closed)
+    possible = any(claim.reason(unit) is not None for unit in units)
+    assert claim.may_take(expected) == possible

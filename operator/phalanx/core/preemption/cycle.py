@@ -29,7 +29,7 @@ from phalanx.core.preemption.find import Finder, Found, never_fits
 from phalanx.core.preemption.holds import Hold, Holds, Opener
 from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
 from phalanx.core.preemption.search import cost_of, work_cost
-from phalanx.core.preemption.units import Unit, build_units, within_spare
+from phalanx.core.preemption.units import Unit, build_units, priority_bounds, within_spare
 from phalanx.core.preemption.why import why_not
 from phalanx.core.queues import QueueLedger
 from phalanx.core.resources import charged, total_of
@@ -119,9 +119,12 @@ class Preemptions:
 
     @property
     def finder(self) -> Finder:
-        """Units and their domains, built when the first gang cannot be placed."""
+        """Units and their domains, made when the first gang cannot be placed (the units
+        themselves only once a gang may evict: `Claim.may_take`)."""
         if self._finder is None:
-            self._finder = Finder(self.state, build_units(self.state.index, self._priorities))
+            index, priorities = self.state.index, self._priorities
+            bounds = priority_bounds(index, priorities)
+            self._finder = Finder(self.state, partial(build_units, index, priorities), bounds)
         return self._finder
 
     @property
@@ -192,7 +195,7 @@ class Preemptions:
         leaving = self._leaving_usage(work.queue)  # victims of earlier cycles, say
         excess = {r: a - leaving.get(r, 0) for r, a in excess.items() if a > leaving.get(r, 0)}
         ids = self._eligible_ids(claim)
-        quota = _giving_back([u for u in self.units if id(u) in ids], excess)
+        quota = _giving_back([u for u in self.units if id(u) in ids] if ids else [], excess)
         if quota is None:
             return None
         finder, before = self.finder, len(self.finder.leaving)
@@ -268,16 +271,21 @@ class Preemptions:
 
     def _eligible_ids(self, claim: Claim) -> frozenset[int]:
         """Units this claim may evict and nobody took yet (the same for every gang of
-        one queue and priority, so kept until victims are taken)."""
+        one queue and priority, so kept until victims are taken); none, without building
+        the units, when the priority bounds prove it (`Claim.may_take`)."""
         key = (claim.queue, claim.priority, claim.preempt, claim.reclaim, claim.closed,
                len(self._taken))  # fmt: skip
         ids = self._eligible.get(key)
         if ids is None:
-            taken, anyone = self._taken, replace(claim, group="")
-            ids = frozenset(
-                id(u) for u in self.units if id(u) not in taken and anyone.reason(u) is not None
-            )
+            ids = frozenset()
+            if claim.may_take(self.finder.bounds):
+                taken, anyone = self._taken, replace(claim, group="")
+                ids = frozenset(
+                    id(u) for u in self.units if id(u) not in taken and anyone.reason(u) is not None
+                )
             self._eligible[key] = ids
+        if not ids:
+            return ids
         own = self._groups().get(GroupKey(claim.group))
         return ids - {id(u) for u in own} if own else ids
 

@@ -8,8 +8,9 @@ out (terminating, or chosen as victims earlier in the cycle) count as gone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from phalanx.core.model import PodInfo
 from phalanx.core.placement import GangRequest, place_gang
@@ -41,11 +42,19 @@ def never_fits(request: GangRequest, state: CycleState) -> bool:
 
 
 class Finder:
-    """Per-cycle indexes for the search: units by domain, and pods on their way out."""
+    """Per-cycle indexes for the search: units by domain, and pods on their way out.
+    The units are built on first use (`build`); `bounds` (`priority_bounds`) answer
+    first whatever they settle, so a gang no eviction can help costs no units."""
 
-    def __init__(self, state: CycleState, units: tuple[Unit, ...]) -> None:
+    def __init__(
+        self,
+        state: CycleState,
+        build: Callable[[], tuple[Unit, ...]],
+        bounds: Mapping[str, tuple[int, int]],
+    ) -> None:
         self.state = state
-        self.units = units
+        self.bounds = bounds
+        self._build = build
         self.leaving: list[tuple[PodInfo, int]] = []
         position = state.index.node_position
         for pod in state.index.pods:
@@ -54,6 +63,21 @@ class Finder:
         self._by_domain: dict[tuple[str | None, int], dict[int, list[Unit]]] = {}
         self._inside: dict[tuple[str | None, int], frozenset[int]] = {}
         self._vectors: dict[tuple[str, ...], dict[int, Vector]] = {}
+
+    @cached_property
+    def units(self) -> tuple[Unit, ...]:
+        """Every evictable unit, cheapest first (built once, when first asked for)."""
+        return self._build()
+
+    def only_priority(self, priority: int) -> bool:
+        """Is every unit of this priority (priorities not in use)? The bounds say,
+        unless some eviction is refused and they say no (they may then count pods that
+        are in no unit)."""
+        if all(low == high == priority for low, high in self.bounds.values()):
+            return True
+        if not self.state.index.eviction_refused:
+            return False
+        return all(u.priority == priority for u in self.units)
 
     def leave(self, units: Sequence[Unit]) -> None:
         """Victims just chosen: later searches in this cycle count their room as freed."""

@@ -45,6 +45,18 @@ class Claim:
             return EvictionReason.RECLAIMED
         return None
 
+    def may_take(self, bounds: Mapping[str, tuple[int, int]]) -> bool:
+        """Could `reason` allow any unit, given each queue's lowest and highest unit
+        priority (`priority_bounds`)? False proves that no unit may be evicted for
+        this gang, before any unit is built."""
+        for queue, (low, _) in bounds.items():
+            if queue == self.queue:
+                if self.preempt and low < self.priority:
+                    return True
+            elif self.reclaim and queue not in self.closed:
+                return True
+        return False
+
     def within(self, units: Iterable[Unit], chains: Mapping[str, tuple[str, ...]]) -> bool:
         """Do the reclaimed units leave every losing queue at or above its guarantee?"""
         if not self.budgets:

@@ -10,10 +10,10 @@ then fewest GPUs, then fewest pods, then the most recently started.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from phalanx.core.model import PodInfo
+from phalanx.core.model import GroupInfo, PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.resources import charged, total_of
 from phalanx.core.snapshot import ClusterIndex, GroupPods, is_ours
@@ -48,28 +48,71 @@ def build_units(index: ClusterIndex, group_priority: dict[GroupKey, int]) -> tup
     """Every evictable unit of the snapshot, cheapest first. `group_priority` is each
     group's priority as the cycle computed it (its PriorityClass, else its pods')."""
     refused = index.eviction_refused
-    position = index.node_position
     units: list[Unit] = []
+    for key, group, pods, running in _evictable_groups(index):
+        queue = group.queue if group is not None else DEFAULT_QUEUE
+        priority = _group_priority(index, key, pods, group_priority)
+        minimum = group.min_member if group is not None else 1
+        units.extend(_group_units(index, key, queue, priority, pods, running, minimum, refused))
+    for pod in _evictable_loose(index):
+        if pod.key not in refused:
+            priority = index.pod_priority(pod)
+            units.append(_unit(index, pod.key, None, DEFAULT_QUEUE, priority, (pod,), whole=True))
+    units.sort(key=Unit.order)
+    return tuple(units)
+
+
+def priority_bounds(
+    index: ClusterIndex, group_priority: dict[GroupKey, int]
+) -> dict[str, tuple[int, int]]:
+    """Per queue, the lowest and highest priority of its units, without building them
+    (no requests summed, nothing sorted: a cycle where no eviction can help reads only
+    this). Exact while no eviction is refused (a group whose every pod is refused may
+    have no unit yet count here): a queue absent here has no unit, and none of its
+    units is below its lowest."""
+    bounds: dict[str, tuple[int, int]] = {}
+
+    def note(queue: str, priority: int) -> None:
+        low, high = bounds.get(queue, (priority, priority))
+        bounds[queue] = (min(low, priority), max(high, priority))
+
+    for key, group, pods, _ in _evictable_groups(index):
+        queue = group.queue if group is not None else DEFAULT_QUEUE
+        note(queue, _group_priority(index, key, pods, group_priority))
+    for pod in _evictable_loose(index):
+        note(DEFAULT_QUEUE, index.pod_priority(pod))
+    return bounds
+
+
+def _evictable_groups(
+    index: ClusterIndex,
+) -> Iterator[tuple[GroupKey, GroupInfo | None, GroupPods, tuple[PodInfo, ...]]]:
+    """Groups with running pods on known nodes (those pods last) that may lose them: a
+    PodGroup's, or pods that all are ours (others' pods are never victims)."""
+    position = index.node_position
     for key, pods in index.members.items():
         if not pods.running:
             continue
         group = index.groups.get(key)
         if group is None and not all(is_ours(p) for p in pods.running):
             continue
-        queue = group.queue if group is not None else DEFAULT_QUEUE
-        priority = group_priority.get(key, _pods_priority(index, pods))
-        minimum = group.min_member if group is not None else 1
-        units.extend(_group_units(index, key, queue, priority, pods, minimum, refused))
-    for pod in index.loose_running:
-        name = pod.key
-        if pod.node_name in position and name not in refused:
-            priority = index.pod_priority(pod)
-            units.append(_unit(index, name, None, DEFAULT_QUEUE, priority, (pod,), whole=True))
-    units.sort(key=Unit.order)
-    return tuple(units)
+        running = tuple(p for p in pods.running if p.node_name in position)
+        if running:
+            yield key, group, pods, running
 
 
-def _pods_priority(index: ClusterIndex, pods: GroupPods) -> int:
+def _evictable_loose(index: ClusterIndex) -> Iterator[PodInfo]:
+    """Running pods of ours in no group, on known nodes."""
+    position = index.node_position
+    return (pod for pod in index.loose_running if pod.node_name in position)
+
+
+def _group_priority(
+    index: ClusterIndex, key: GroupKey, pods: GroupPods, group_priority: dict[GroupKey, int]
+) -> int:
+    """The cycle's priority of the group, else its pods' (else the default)."""
+    if key in group_priority:
+        return group_priority[key]
     return index.default_priority if pods.priority is None else pods.priority
 
 
@@ -79,13 +122,11 @@ def _group_units(
     queue: str,
     priority: int,
     pods: GroupPods,
+    running: tuple[PodInfo, ...],
     min_member: int,
     refused: frozenset[str],
 ) -> list[Unit]:
-    position = index.node_position
-    running = tuple(p for p in pods.running if p.node_name in position)
-    if not running:
-        return []
+    """`running`: the group's running pods on known nodes (never empty)."""
     units: list[Unit] = []
     if not refused or not any(p.key in refused for p in running):
         exact = len(running) == len(pods.running) and not any(p.terminating for p in pods.pods)

@@ -5,7 +5,9 @@ its priority: if that fits, the message says how many gangs of priority at or ab
 the gang's own it would take ("would need 3 gangs of priority >= 1000"); reclaim
 names the queue that stands in the way ("queue team-b is at its guarantee").
 Where every running pod and the gang share one priority and no queue has a guarantee,
-nothing is said: priorities are not in use, and the note would only be noise.
+nothing is said: priorities are not in use, and the note would only be noise. Both
+that and a queue with nothing running are read from the priority bounds
+(`priority_bounds`), so such a note builds no eviction units.
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ def _preemption(
     if not claim.preempt:
         return "preemption is off for it (preemptionPolicy Never)"
     refused = finder.state.index.eviction_refused
-    if not refused and all(u.priority == claim.priority for u in finder.units):
+    if not refused and finder.only_priority(claim.priority):
         return ""  # priorities not in use (refused pods are in no unit: say why then)
 
     def same_queue(unit: Unit) -> bool:
         return unit.queue == claim.queue and unit.group != claim.group and id(unit) not in taken
 
-    found = finder.find(request, route, same_queue, lambda units: True, cost_of, phases=(True,))
+    found = None
+    if claim.queue in finder.bounds or finder.leaving:  # else no room could be freed
+        found = finder.find(request, route, same_queue, lambda _: True, cost_of, phases=(True,))
     if found is None:
         if refused:
             return (
