@@ -525,3 +525,77 @@ def test_quota_given_back_by_terminating_pods_is_not_evicted_for_again() -> None
     assert result.evictions == ()  # low's 8 GPUs are on their way out
     high = decision(result, "default/high")
     assert high.reason == "Preempting" and "terminating" in high.message
+
+
+def test_at_capability_the_message_says_what_evicting_lower_priority_gangs_would_free() -> None:
+    result = run(
+        [node("n0"), node("n1"), node("n2"), node("n3")],
+        capped(16),
+        running_gang("low", ["n0"], queue="team-a"),
+        running_gang("peer", ["n1"], queue="team-a", priority="high"),
+        waiting_gang("high", 2, queue="team-a"),
+    )
+    assert result.evictions == ()
+    assert decision(result, "default/high").message == (
+        "queue team-a: 16 of 16 GPUs used, needs 16; preemption cannot help: queue team-a is "
+        "at its capability (16 of 16 GPUs); evicting every lower-priority gang of team-a "
+        "would free 8 GPUs, 16 must be freed"
+    )
+
+
+def test_at_capability_with_nothing_lower_in_its_queue_the_message_says_so() -> None:
+    result = run(
+        [node("n0"), node("n1"), node("n2")],
+        [capped(8), QueueInfo("team-b")],
+        running_gang("peer", ["n0"], queue="team-a", priority="high"),
+        running_gang("other", ["n1"], queue="team-b"),
+        waiting_gang("high", 1, queue="team-a"),
+    )
+    assert decision(result, "default/high").message.endswith(
+        "; preemption cannot help: queue team-a is at its capability (8 of 8 GPUs); "
+        "team-a runs nothing of lower priority to evict"
+    )
+
+
+def test_at_capability_quota_given_back_but_no_room_on_the_nodes_is_said() -> None:
+    result = run(
+        [node("n0"), node("n1")],
+        [capped(16), QueueInfo("team-b")],
+        running_gang("low", ["n0"], queue="team-a"),
+        running_gang("other", ["n1"], queue="team-b", priority="high"),
+        waiting_gang("high", 2, queue="team-a"),
+    )
+    assert result.evictions == ()
+    assert decision(result, "default/high").message.endswith(
+        "; evicting lower-priority gangs of team-a would give that back, "
+        "but it would still not fit on the nodes"
+    )
+
+
+def test_at_a_parents_capability_the_parent_is_named() -> None:
+    org = QueueInfo("org", capability={"nvidia.com/gpu": 16_000})
+    result = run(
+        [node("n0"), node("n1"), node("n2"), node("n3")],
+        [org, QueueInfo("team-a", parent="org"), QueueInfo("team-b", parent="org")],
+        running_gang("low", ["n0"], queue="team-a"),
+        running_gang("sibling", ["n1"], queue="team-b"),
+        waiting_gang("high", 2, queue="team-a"),
+    )
+    assert decision(result, "default/high").message.endswith(
+        "; preemption cannot help: queue org is at its capability (16 of 16 GPUs); "
+        "evicting every lower-priority gang of team-a would free 8 GPUs, 16 must be freed"
+    )
+
+
+def test_at_capability_preemption_policy_never_is_said() -> None:
+    result = run(
+        [node("n0"), node("n1")],
+        capped(8),
+        running_gang("low", ["n0"], queue="team-a"),
+        waiting_gang("polite", 1, queue="team-a", priority="polite"),
+    )
+    assert result.evictions == ()
+    assert decision(result, "default/polite").message == (
+        "queue team-a: 8 of 8 GPUs used, needs 8; "
+        "preemption is off for it (preemptionPolicy Never)"
+    )

@@ -25,10 +25,20 @@ from dataclasses import dataclass
 
 from phalanx.core.members import GroupWork, Problem
 from phalanx.core.names import DEFAULT_QUEUE, GroupKey
-from phalanx.core.queues import QueueLedger
+from phalanx.core.queues import QueueLedger, Shortfall
 from phalanx.core.resources import Resources, maximum, subtract
 from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.status import Reason, StatusCode
+
+
+@dataclass(frozen=True, slots=True)
+class OverCapability:
+    """A gang its queue has no room for: the first queue of the chain without room
+    (`shortfall`, as the gang's message reports it), and how much of each resource the
+    chain must give back for the gang to fit under every capability on it (`excess`)."""
+
+    shortfall: Shortfall
+    excess: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +72,13 @@ def admit(
     works: Sequence[GroupWork],
     ledger: QueueLedger,
     place: Callable[[GroupWork], bool] | None = None,
-    over: Callable[[GroupWork, dict[str, int]], bool] | None = None,
+    over: Callable[[GroupWork, OverCapability], bool] | None = None,
 ) -> Admission:
     """`place` tries to place an admitted group's gang; False (neither placed nor given
     room by evictions) releases its reservation. `over` is offered a gang its queue has
-    no room for under `capability`, with that room: True when it evicted lower-priority
-    work of the queue to make it (the victims left the ledger), and the gang is admitted."""
+    no room for under `capability`, with what is missing: True when it evicted
+    lower-priority work of the queue to make room (the victims left the ledger), and the
+    gang is admitted."""
     rejected: dict[GroupKey, Problem] = {}
     lines: dict[str, list[GroupWork]] = {}
     needs: dict[GroupKey, dict[str, int]] = {}
@@ -95,7 +106,11 @@ def admit(
             admitted.append(work)
             if place is not None and not place(work):
                 ledger.add(work.queue, {r: -a for r, a in need.items()})
-        elif over is not None and work.mandatory and over(work, _excess(ledger, work.queue, need)):
+        elif (
+            over is not None
+            and work.mandatory
+            and over(work, _over(ledger, work.queue, shortfall, need))
+        ):
             ledger.add(work.queue, need)
             admitted.append(work)
         else:
@@ -122,7 +137,9 @@ def _next_queue(
     return min(sorted(lines), key=rank)
 
 
-def _excess(ledger: QueueLedger, queue: str, need: Resources) -> dict[str, int]:
+def _over(
+    ledger: QueueLedger, queue: str, shortfall: Shortfall, need: Resources
+) -> OverCapability:
     """How much of each resource the queue's chain must give back for `need` to fit
     under every capability on it."""
     excess: dict[str, int] = {}
@@ -133,7 +150,7 @@ def _excess(ledger: QueueLedger, queue: str, need: Resources) -> dict[str, int]:
             over = used.get(resource, 0) + need.get(resource, 0) - limit
             if over > 0 and need.get(resource, 0):
                 excess[resource] = max(excess.get(resource, 0), over)
-    return excess
+    return OverCapability(shortfall, excess)
 
 
 def _borrows(ledger: QueueLedger, queue: str, need: Resources) -> bool:

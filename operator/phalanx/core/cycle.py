@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from phalanx.core.admission import admit, seed_ledger
+from phalanx.core.admission import OverCapability, admit, seed_ledger
 from phalanx.core.backoff import is_held, next_backoff
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.explain import explain
@@ -39,6 +39,7 @@ class _Outcome:
     gang: GangPlacement | None = None
     route: Route | None = None
     extras_waiting: int = 0
+    note: str = ""  # rejected at its queue's capability: why eviction does not help
 
 
 def run_cycle(
@@ -78,9 +79,10 @@ def run_cycle(
             preemptions.after(work, outcome.problem is None)
         return outcome.problem is None or preemptions.holds_room(work.key)
 
-    def over(work: GroupWork, excess: dict[str, int]) -> bool:
+    def over(work: GroupWork, missing: OverCapability) -> bool:
         """A gang its queue has no room for under `capability`: evict lower-priority
-        gangs of its queue that free that room and, with them gone, room to place it."""
+        gangs of its queue that free that room and, with them gone, room to place it;
+        else note why that does not help."""
         outcome = outcomes[work.key]
         route = route_of(index, work, config)
         if isinstance(route, Problem):
@@ -88,16 +90,17 @@ def run_cycle(
         shapes = work.shapes[: work.mandatory]
         request = _request(work.gang, shapes, route, config, _anchors(state, work, outcome))
         preemptions.before(work)
-        problem = preemptions.over_capability(work, request, route, excess, ledger)
+        problem = preemptions.over_capability(work, request, route, missing, ledger)
         preemptions.after(work, False)
-        if problem is None:
+        if isinstance(problem, str):
+            outcome.note = problem
             return False
         outcome.admitted, outcome.route, outcome.problem = True, route, problem
         return True
 
     admission = admit(index, works, ledger, place, over)
     for key, problem in admission.rejected.items():
-        outcomes[key].problem = problem
+        outcomes[key].problem = _noted(problem, outcomes[key].note)
     for work in admission.admitted:
         outcome = outcomes[work.key]
         if outcome.route is not None and outcome.problem is None:
@@ -121,6 +124,10 @@ def run_cycle(
     )
     evictions = tuple(preemptions.evictions)
     return CycleResult(tuple(bindings), decisions, tuple(index.invalid), now, evictions)
+
+
+def _noted(problem: Problem, note: str) -> Problem:
+    return replace(problem, message=f"{problem.message}; {note}") if note else problem
 
 
 def _hold(work: GroupWork, snapshot: Snapshot, now: float) -> GroupWork:

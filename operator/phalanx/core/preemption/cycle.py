@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+from phalanx.core.admission import OverCapability
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.eviction import Eviction, EvictionReason
 from phalanx.core.members import GroupWork
@@ -30,8 +31,8 @@ from phalanx.core.preemption.holds import Hold, Holds, Opener
 from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
 from phalanx.core.preemption.search import cost_of, work_cost
 from phalanx.core.preemption.units import Unit, build_units, priority_bounds, within_spare
-from phalanx.core.preemption.why import why_not
-from phalanx.core.queues import QueueLedger
+from phalanx.core.preemption.why import PREEMPTION_OFF, capability_note, why_not
+from phalanx.core.queues import QueueLedger, Shortfall
 from phalanx.core.resources import charged, total_of
 from phalanx.core.routes import Route
 from phalanx.core.state import CycleState
@@ -177,27 +178,45 @@ class Preemptions:
         work: GroupWork,
         request: GangRequest,
         route: Route,
-        excess: Mapping[str, int],
+        over: OverCapability,
         ledger: QueueLedger,
-    ) -> Problem | None:
+    ) -> Problem | str:
         """A gang its queue's capability leaves no room for: evict gangs of its queue of
-        lower priority that give back `excess` (Kueue's preemption within a
+        lower priority that give back `over.excess` (Kueue's preemption within a
         ClusterQueue), plus whatever else of them the placement needs once they are gone,
-        if it then fits; None (nothing evicted) otherwise."""
+        if it then fits. Returns the gang's problem when it evicts; otherwise (nothing
+        evicted) why that does not help, to add to its message ("" if nothing to say)."""
         if not self.config.preemption or request.anchors or never_fits(request, self.state):
-            return None
+            return ""
         claim = claim_for(
             self.state.index, ledger, work.key, work.queue, work.priority, _class_of(work)
         )
         claim = replace(claim, reclaim=False)  # over its capability: above any guarantee
         if not claim.preempt:
-            return None
+            return self._explained(PREEMPTION_OFF)
         leaving = self._leaving_usage(work.queue)  # victims of earlier cycles, say
-        excess = {r: a - leaving.get(r, 0) for r, a in excess.items() if a > leaving.get(r, 0)}
+        excess = {r: a - leaving.get(r, 0) for r, a in over.excess.items() if a > leaving.get(r, 0)}
         ids = self._eligible_ids(claim)
-        quota = _giving_back([u for u in self.units if id(u) in ids] if ids else [], excess)
+        eligible = [u for u in self.units if id(u) in ids] if ids else []
+        quota = _giving_back(eligible, excess)
         if quota is None:
-            return None
+            return self._capability_note(work, over.shortfall, eligible, excess)
+        found = self._make_room(work, request, route, claim, quota)
+        if found is None:
+            return self._capability_note(work, over.shortfall, eligible, {})
+        failure = Failure(work, request, route, lambda: _NO_PROBLEM)
+        return self._nominate(failure, found, claim, ledger)
+
+    def _make_room(
+        self,
+        work: GroupWork,
+        request: GangRequest,
+        route: Route,
+        claim: Claim,
+        quota: tuple[Unit, ...],
+    ) -> Found | None:
+        """With the units that give the quota back counted as gone, the cheapest further
+        victims of the claim that make room for the gang; the quota's units included."""
         finder, before = self.finder, len(self.finder.leaving)
         finder.leave(quota)  # counted as gone while the room is searched
         failure = Failure(work, request, route, lambda: _NO_PROBLEM)
@@ -206,8 +225,26 @@ class Preemptions:
         del finder.leaving[before:]
         if found is None:
             return None
-        found = replace(found, units=quota + found.units, waiting=found.waiting)
-        return self._nominate(failure, found, claim, ledger)
+        return replace(found, units=quota + found.units, waiting=found.waiting)
+
+    def _explained(self, note: str) -> str:
+        """The note on why eviction does not help, if notes are wanted."""
+        return note if self.config.explain_preemption else ""
+
+    def _capability_note(
+        self,
+        work: GroupWork,
+        shortfall: Shortfall,
+        units: Sequence[Unit],
+        excess: Mapping[str, int],
+    ) -> str:
+        """`capability_note`, if notes are wanted, unless priorities are not in use (as
+        in `why_not`)."""
+        if not self.config.explain_preemption:
+            return ""
+        if not self.state.index.eviction_refused and self.finder.only_priority(work.priority):
+            return ""
+        return capability_note(shortfall, work.queue, units, excess)
 
     def _leaving_usage(self, queue: str) -> dict[str, int]:
         """What terminating pods of the queue's groups still count against it: it is

@@ -3,7 +3,9 @@
 The search is run again with every running gang of the gang's queue allowed, whatever
 its priority: if that fits, the message says how many gangs of priority at or above
 the gang's own it would take ("would need 3 gangs of priority >= 1000"); reclaim
-names the queue that stands in the way ("queue team-b is at its guarantee").
+names the queue that stands in the way ("queue team-b is at its guarantee"). A gang
+its queue's capability has no room for is told what evicting the lower-priority gangs
+of its queue would give back (`capability_note`).
 Where every running pod and the gang share one priority and no queue has a guarantee,
 nothing is said: priorities are not in use, and the note would only be noise. Both
 that and a queue with nothing running are read from the priority bounds
@@ -12,13 +14,18 @@ that and a queue with nothing running are read from the priority bounds
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from phalanx.core.placement import GangRequest
 from phalanx.core.preemption.find import Finder
 from phalanx.core.preemption.rules import Claim, guarantee_message
 from phalanx.core.preemption.search import cost_of
 from phalanx.core.preemption.units import Unit
-from phalanx.core.queues import QueueLedger
+from phalanx.core.queues import QueueLedger, Shortfall
+from phalanx.core.resources import display_name, format_amount
 from phalanx.core.routes import Route
+
+PREEMPTION_OFF = "preemption is off for it (preemptionPolicy Never)"
 
 
 def why_not(
@@ -38,7 +45,7 @@ def _preemption(
     finder: Finder, request: GangRequest, route: Route, claim: Claim, taken: set[int]
 ) -> str:
     if not claim.preempt:
-        return "preemption is off for it (preemptionPolicy Never)"
+        return PREEMPTION_OFF
     refused = finder.state.index.eviction_refused
     if not refused and finder.only_priority(claim.priority):
         return ""  # priorities not in use (refused pods are in no unit: say why then)
@@ -93,3 +100,35 @@ def _blocked(claim: Claim, ledger: QueueLedger, queue: str) -> str | None:
     if budget is not None and any(amount <= 0 for amount in budget.values()):
         return f"queue {queue} is at its guarantee"
     return None
+
+
+def capability_note(
+    shortfall: Shortfall, queue: str, units: Sequence[Unit], excess: Mapping[str, int]
+) -> str:
+    """Why evicting lower-priority gangs of the gang's `queue` (`units`: those it may
+    evict) does not make room under the capability `shortfall` names: together they
+    hold less than the chain must give back (`excess`), the first resource short named;
+    or (`excess` covered) they give it back, but no choice of them leaves room on the
+    nodes for the gang."""
+    resource = shortfall.resource
+    used = format_amount(resource, shortfall.used)
+    cap = format_amount(resource, shortfall.capability)
+    head = (
+        f"preemption cannot help: queue {shortfall.queue} is at its capability "
+        f"({used} of {cap} {display_name(resource)})"
+    )
+    whole = [u for u in units if u.whole]
+    if not whole:
+        return f"{head}; {queue} runs nothing of lower priority to evict"
+    for name in sorted(excess, key=lambda r: (r != resource, r)):
+        freed = sum(u.requests.get(name, 0) for u in whole)
+        if freed < excess[name]:
+            return (
+                f"{head}; evicting every lower-priority gang of {queue} would free "
+                f"{format_amount(name, freed)} {display_name(name)}, "
+                f"{format_amount(name, excess[name])} must be freed"
+            )
+    return (
+        f"{head}; evicting lower-priority gangs of {queue} would give that back, "
+        "but it would still not fit on the nodes"
+    )
