@@ -200,6 +200,7 @@ class Settings(BaseSettings):
             preemption=self.preemption.enabled,
             nomination_timeout_seconds=self.preemption.nomination_timeout_seconds,
             starvation_seconds=self.preemption.starvation_seconds,
+            partial_grace_seconds=self.partial_grace_seconds,
         )
 
     @classmethod

@@ -27,6 +27,8 @@ class SchedulerConfig:
     `backoff_max_seconds` (see backoff.py). `explain_preemption` adds to a waiting gang's
     message why eviction does not help it: a second victim search per gang shape, most of
     a busy cycle's time; the simulator, which shows no messages, turns it off.
+    `partial_grace_seconds`: how long a gang left partly placed waits for the rest
+    before it is released (at least; its scheduleTimeoutSeconds if longer: partial.py).
     `avoid_not_ready_level` names a topology level: while a node of one of its domains is
     NotReady, new gangs keep out of that domain (near_not_ready.py); None: off."""
 
@@ -42,3 +44,4 @@ class SchedulerConfig:
     backoff_initial_seconds: float = 5.0
     backoff_max_seconds: float = 300.0
     avoid_not_ready_level: str | None = None
+    partial_grace_seconds: float = 60.0

@@ -16,6 +16,7 @@ from phalanx.core.model import PodInfo
 from phalanx.core.names import GroupKey, NodeName
 from phalanx.core.near_not_ready import avoiding
 from phalanx.core.nomination import Nomination
+from phalanx.core.partial import release_partial
 from phalanx.core.placement import GangPlacement, GangRequest, place_gang
 from phalanx.core.preemption.cycle import Failure, Preemptions
 from phalanx.core.queues import QueueLedger
@@ -123,7 +124,10 @@ def run_cycle(
         for work in works
     )
     evictions = tuple(preemptions.evictions)
-    return CycleResult(tuple(bindings), decisions, tuple(index.invalid), now, evictions)
+    decisions, releases = release_partial(snapshot, decisions, now, config)
+    return CycleResult(
+        tuple(bindings), decisions, tuple(index.invalid), now, evictions, releases
+    )
 
 
 def _noted(problem: Problem, note: str) -> Problem:

@@ -151,6 +151,7 @@ class PodInfo:
     gpu_memory: int = 0
     gpu_devices: tuple[int, ...] = ()
     invalid: str = ""
+    controlled: bool = False  # has a controller (ownerReferences) that recreates it
 
     @property
     def key(self) -> PodKey:
@@ -211,6 +212,8 @@ class GroupInfo:
     schedule_timeout_seconds: int | None = None
     nomination: Nomination | None = None
     api_group: str = API_GROUP
+    phase: str = "Pending"  # status.phase, as the last cycle reported it
+    placed_nodes: tuple[str, ...] = ()  # status.placement.nodes (outlives failed nodes)
 
     @property
     def key(self) -> GroupKey:

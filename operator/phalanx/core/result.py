@@ -70,7 +70,8 @@ class GroupDecision:
     `backoff` is set once the group ran past its scheduleTimeoutSeconds unscheduled (the
     shell hands it back in the next snapshot); `held` says the group waited out that
     backoff this cycle and was not tried (nothing about it changed); `timed_out` says
-    this cycle tried it and it timed out (again).
+    this cycle tried it and it timed out (again). `partial_since`: when the group was
+    first seen partly placed, while it still is (the shell hands it back, as `backoff`).
     """
 
     group: GroupKey
@@ -90,6 +91,7 @@ class GroupDecision:
     on_nodes: int = 0
     backoff: Backoff | None = None
     held: bool = False
+    partial_since: float | None = None
 
     @property
     def timed_out(self) -> bool:
@@ -97,15 +99,29 @@ class GroupDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class PartialRelease:
+    """A gang left partly placed past its deadline: delete `pods` so their controller
+    recreates the whole gang (none: they have no controller and are left running), and
+    say so with a Warning Event of this `reason` and `message`."""
+
+    group: GroupKey
+    pods: tuple[PodKey, ...]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class CycleResult:
     """`evictions`: running pods to evict (one entry per pod), each for a preemptor that
-    fits once they are gone; the preemptor is not bound in the same cycle."""
+    fits once they are gone; the preemptor is not bound in the same cycle. `releases`:
+    partial gangs past their deadline (partial.py)."""
 
     bindings: tuple[Binding, ...]
     groups: tuple[GroupDecision, ...]
     invalid: tuple[InvalidObject, ...] = ()
     now: float = 0.0
     evictions: tuple[Eviction, ...] = ()
+    releases: tuple[PartialRelease, ...] = ()
     _by_group: dict[str, GroupDecision] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

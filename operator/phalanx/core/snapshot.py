@@ -60,6 +60,7 @@ class Snapshot:
     invalid: Sequence[InvalidObject] = ()
     eviction_refused: frozenset[str] = frozenset()
     backoffs: Mapping[GroupKey, Backoff] = field(default_factory=dict)  # from the last cycle
+    partial_since: Mapping[GroupKey, float] = field(default_factory=dict)  # the same
     index: ClusterIndex = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -10,8 +10,8 @@ next status write removes the plan.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
 final. Those pods stay bound and count as placed members; the next cycles place the
-missing ones (all at once), and `partial.py` releases a partial gang whose pods have a
-controller if it stays partial past its deadline.
+missing ones (all at once), and the core (core/partial.py) releases a partial gang whose
+pods have a controller if it stays partial past its deadline.
 """
 
 from __future__ import annotations

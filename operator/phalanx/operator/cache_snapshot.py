@@ -5,9 +5,10 @@ and overlays the parsed forms and assembles them. Pending pods the operator will
 place in its mode, or outside its namespaces, are left out, so the core never plans what
 the writer would not write. Pods being bound show on their nodes (`assumed.py`), pods
 being evicted as terminating (`evictions.py`), groups as holding what the last cycle
-decided for them (`nominations.py`). The groups' timeout backoffs (the last cycle's
-decisions) and the pods whose eviction was refused lately ride along: the core decides
-who waits and who else is evicted.
+decided for them (`nominations.py`). The groups' timeout backoffs and when partly placed
+gangs were first seen so (the last cycle's decisions) and the pods whose eviction was
+refused lately ride along: the core decides who waits, who else is evicted and which
+partial gang is released.
 """
 
 from __future__ import annotations
@@ -101,9 +102,10 @@ def take_snapshot(
     backoffs: Mapping[GroupKey, Backoff] | None = None,
     pending_groups: Iterable[Body] = (),
     unseen: Unseen | None = None,
+    partial_since: Mapping[GroupKey, float] | None = None,
 ) -> Snapshot:
     parsed = parsed_objects(cache, assumed, mode, namespaces, pending_groups, unseen)
     invalid = [item for item in parsed if isinstance(item, InvalidObject)]
     refused = unseen.evicting.refused_lately() if unseen is not None else ()
     return assemble_snapshot((item for item in parsed if not isinstance(item, InvalidObject)),
-                             invalid, backoffs, refused)
+                             invalid, backoffs, refused, partial_since)

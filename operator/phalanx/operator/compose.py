@@ -28,7 +28,6 @@ from phalanx.topology.gaps import LevelGap, gaps_message
 FAILING = (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE, StatusCode.ERROR)
 RUNNING_PHASES = ("Running", "Unknown")
 FINISHED_PHASES = ("Completed", "Failed")
-WAITING_PHASES = ("Pending", "Inqueue")
 
 
 def group_phase(

@@ -27,7 +27,7 @@ from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.node_loss import lost_nodes
 from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
-from phalanx.core.result import CycleResult
+from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.snapshot import Snapshot, with_bindings
 from phalanx.observe.gpu_usage import gpu_usage
 from phalanx.observe.logging import cycle_context, group_context
@@ -44,11 +44,11 @@ from phalanx.operator.compose import (
     group_deleted_event,
     node_failed_event,
 )
+from phalanx.operator.events import Event
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.evictor import VictimsEvicted, victims_of
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS, Api
 from phalanx.operator.nominations import NominationBook
-from phalanx.operator.partial import PartialGangs
 from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve
 from phalanx.operator.pods import pod_key
 from phalanx.operator.reports import Reports
@@ -95,10 +95,10 @@ class Scheduler:
                                      settings.assume_seconds)
         self.nominations = NominationBook()
         self.plans = PlanBook()
-        self.partial = PartialGangs(settings.partial_grace_seconds)
         self.reports = Reports(self.writes, self.plans, self.core_config, self.metrics)
         self.workload_gangs = WorkloadGangs(self.writes)
         self.backoffs: dict[GroupKey, Backoff] = {}  # the last cycle's, for the next snapshot
+        self.partial_since: dict[GroupKey, float] = {}  # the same
         self._capacity: Callable[[], None] | None = None  # the last cycle's, if not reported
         self.cycles = 0
 
@@ -124,16 +124,19 @@ class Scheduler:
         pending_groups = self.workload_gangs.sync(self.cache)
         snapshot = take_snapshot(self.cache, self.assumed, self.settings.mode,
                                  self.settings.namespaces, self.backoffs,
-                                 pending_groups, Unseen(self.evicting, self.nominations, now))
+                                 pending_groups, Unseen(self.evicting, self.nominations, now),
+                                 self.partial_since)
         result = run_cycle(snapshot, self.core_config, now)
         decided = self.clock() - now
         self.backoffs = {d.group: d.backoff for d in result.groups if d.backoff is not None}
+        self.partial_since = {d.group: d.partial_since for d in result.groups
+                              if d.partial_since is not None}
         self.nominations.decided(result)
         self._evict(result.evictions, snapshot, pods)
         placing = self._place(result, pods)
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         upstream = {object_key(g): g for g in self.cache.objects(Kind.UPSTREAM_POD_GROUP)}
-        self._release_partial(result, snapshot, {**upstream, **groups}, pods, now)
+        self._release_partial(result, snapshot, {**upstream, **groups}, pods)
         phases = self.reports.groups(result, groups, now, upstream)
         self.reports.missing_groups(result, lambda key: self._pods(snapshot, key, pods))
         self.reports.waiting_pods(result, {**upstream, **groups},
@@ -145,7 +148,6 @@ class Scheduler:
         else:
             self._capacity_now()
         self.reports.forget(groups, upstream)
-        self.partial.forget(set(groups) | set(upstream))
         self.cycles += 1
         self._log(result, placing, now, decided)
         self.metrics.observe_cycle(self.clock() - now)
@@ -345,38 +347,42 @@ class Scheduler:
         snapshot: Snapshot,
         groups: Mapping[str, Body],
         pods: Mapping[str, Body],
-        now: float,
     ) -> None:
-        """Partly placed gangs past their deadline, of either PodGroup kind (`groups`:
-        Phalanx's, and Kubernetes' own where Phalanx has none of that name)."""
+        """Carry out the cycle's partial-gang releases (decided by the core: partial.py),
+        of either PodGroup kind (`groups`: Phalanx's, and Kubernetes' own where Phalanx
+        has none of that name); and say which of a gang's nodes failed."""
         for decision in result.groups:
             group = groups.get(decision.group)
-            if group is None or decision.implicit:
+            if group is not None and not decision.implicit:
+                self._report_lost_nodes(decision, group, snapshot, pods)
+        for release in result.releases:
+            group = groups.get(release.group)
+            if group is None:
                 continue
-            placed = self._pods(snapshot, decision.group, pods, waiting=False)
-            # The placement outlives pods evicted from a failed node; Kubernetes' own
-            # PodGroups have none, their pods still on the node name it.
-            placement = (group.get("status") or {}).get("placement") or {}
-            on_nodes = [str(p.get("spec", {}).get("nodeName")) for p in placed]
-            members = snapshot.index.members.get(GroupKey(decision.group))
-            tolerations = [p.tolerations for p in members.pods] if members else []
-            lost = lost_nodes([*(placement.get("nodes") or ()), *on_nodes], snapshot.index,
-                              tolerations)
-            if lost:
-                self.writes.event(node_failed_event(group, lost, decision, placed))
-            info = snapshot.index.groups.get(GroupKey(decision.group))
-            timeout = info.schedule_timeout_seconds if info is not None else None
-            release = self.partial.check(decision, group, placed, now, lost, timeout)
-            if release is None:
-                continue
+            event = Event(group, "Warning", release.reason, release.message, topic="partial")
             for key in release.pods:
                 self.writes.delete_pod(key)
-            status = released_status(group, release.event.message, now) if (
+            status = released_status(group, event.message, result.now) if (
                 release.pods and is_upstream(group)) else None
             if status is None:
-                self.writes.event(release.event)
+                self.writes.event(event)
             else:  # Kubernetes' PodGroup: no longer scheduled, with the Event
-                self.writes.status(UPSTREAM_PODGROUPS, group, status, (release.event,))
+                self.writes.status(UPSTREAM_PODGROUPS, group, status, (event,))
+
+    def _report_lost_nodes(
+        self, decision: GroupDecision, group: Body, snapshot: Snapshot, pods: Mapping[str, Body]
+    ) -> None:
+        placed = self._pods(snapshot, decision.group, pods, waiting=False)
+        # The placement outlives pods evicted from a failed node; Kubernetes' own
+        # PodGroups have none, their pods still on the node name it.
+        placement = (group.get("status") or {}).get("placement") or {}
+        on_nodes = [str(p.get("spec", {}).get("nodeName")) for p in placed]
+        members = snapshot.index.members.get(GroupKey(decision.group))
+        tolerations = [p.tolerations for p in members.pods] if members else []
+        lost = lost_nodes([*(placement.get("nodes") or ()), *on_nodes], snapshot.index,
+                          tolerations)
+        if lost:
+            self.writes.event(node_failed_event(group, lost, decision, placed))
 
     @staticmethod
     def _pods(

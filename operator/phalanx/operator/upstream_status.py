@@ -8,7 +8,7 @@ fewer than minCount pods exist. Phalanx writes the same, so whatever reads that
 condition sees Phalanx's gangs as it sees kube-scheduler's; the Events carry Phalanx's
 own reason (NoDomainFits, QueueCapability, ...). One exception to "never back to False":
 a gang left partly placed past its deadline whose placed pods Phalanx deleted
-(`phalanx.operator.partial`) is no longer scheduled, and says so (`released_status`);
+(`phalanx.core.partial`) is no longer scheduled, and says so (`released_status`);
 kube-scheduler has no such release (its gang waits at Permit, bound nothing, and times
 out), so its `Unschedulable` reason is the one that fits. Pure: no clock reads, no I/O.
 """

@@ -9,6 +9,7 @@ from phalanx.core.model import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
 from phalanx.core.names import DEFAULT_QUEUE, DEFAULT_TOPOLOGY
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.nominated import read_nomination
+from phalanx.core.parse.reported import read_phase, read_placed_nodes
 from phalanx.core.parse.upstream import is_upstream, parse_upstream_pod_group
 
 
@@ -33,6 +34,8 @@ def parse_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         creation=reader.timestamp(),
         schedule_timeout_seconds=reader.integer("spec.scheduleTimeoutSeconds", minimum=0),
         nomination=read_nomination(reader),
+        phase=read_phase(obj),
+        placed_nodes=read_placed_nodes(obj),
     )
 
 

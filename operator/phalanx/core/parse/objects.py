@@ -82,13 +82,15 @@ def assemble_snapshot(
     invalid: Iterable[InvalidObject] = (),
     backoffs: Mapping[GroupKey, Backoff] | None = None,
     eviction_refused: Iterable[str] = (),
+    partial_since: Mapping[GroupKey, float] | None = None,
 ) -> Snapshot:
     """Parsed objects (any order, None skipped) -> Snapshot: levels named by node labels
     are resolved and workload pods join their groups. Nothing is parsed here, so a
     caller that keeps parsed objects between cycles (the operator) only assembles.
     `backoffs` are the groups' backoffs from the previous cycle's decisions (state the
     objects do not hold); `eviction_refused` are the pods whose eviction the API server
-    refused lately (a PodDisruptionBudget), which the objects do not show either.
+    refused lately (a PodDisruptionBudget), which the objects do not show either;
+    `partial_since`, when each partly placed gang was first seen so (last decisions).
     """
     by_type: dict[type, list[Any]] = {kind: [] for kind in _TYPES}
     for item in parsed:
@@ -109,6 +111,7 @@ def assemble_snapshot(
         invalid=tuple(sorted(invalid, key=str)),
         backoffs=backoffs or {},
         eviction_refused=frozenset(eviction_refused),
+        partial_since=partial_since or {},
     )
 
 

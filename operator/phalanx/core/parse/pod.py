@@ -62,6 +62,14 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         gpu_memory=ask.memory,
         gpu_devices=read_gpu_index(annotations),
         invalid=ask.invalid,
+        controlled=_controlled(reader.get("metadata.ownerReferences")),
+    )
+
+
+def _controlled(refs: Any) -> bool:
+    """Has the pod a controller that recreates it (a Job, a ReplicaSet, ...)?"""
+    return isinstance(refs, list) and any(
+        isinstance(ref, Mapping) and bool(ref.get("controller")) for ref in refs
     )
 
 

@@ -28,6 +28,7 @@ from phalanx.core.parse.annotations import (
 )
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.nominated import read_nomination
+from phalanx.core.parse.reported import read_phase, read_placed_nodes
 
 _TOPOLOGY = "spec.schedulingConstraints.topology"
 
@@ -55,6 +56,8 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         schedule_timeout_seconds=annotations.schedule_timeout_seconds,
         api_group=UPSTREAM_API_GROUP,
         nomination=read_nomination(reader),
+        phase=read_phase(obj),
+        placed_nodes=read_placed_nodes(obj),
     )
 
 

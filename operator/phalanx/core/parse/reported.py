@@ -1,0 +1,29 @@
+"""What the operator last reported on a PodGroup: `status.phase` and the nodes of
+`status.placement`. Phalanx writes these, not the user, so anything malformed reads as
+nothing reported rather than failing the group. They are what decides a partial gang's
+release (core/partial.py): its phase says whether it ever ran, the placement names the
+nodes a failed node took pods from after those pods are gone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def read_phase(obj: Mapping[str, Any]) -> str:
+    """The reported phase; "Pending" when none was reported yet."""
+    phase = _status(obj).get("phase", "Pending")
+    return phase if isinstance(phase, str) else ""
+
+
+def read_placed_nodes(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    placement = _status(obj).get("placement")
+    nodes = placement.get("nodes") if isinstance(placement, Mapping) else None
+    if not isinstance(nodes, list):
+        return ()
+    return tuple(node for node in nodes if isinstance(node, str))
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, Mapping) else {}
