@@ -59,14 +59,21 @@ class ShapeMix:
 
     def __init__(self, pods: Iterable[PodInfo] = (), window: int = WINDOW) -> None:
         """The same as observing `pods` one by one, in one pass (a cycle builds it from
-        every pod of its snapshot)."""
-        profiles = [found for found in map(profile_of, pods) if found is not None]
+        every pod of its snapshot). The window holds one tuple per distinct shape, shared
+        by its pods: a tuple kept per pod, for 10,000 pods a cycle, was work for the
+        garbage collector."""
         memory: dict[tuple[int, int, int], int] = {}
-        for cpu, milli, count, least in profiles:
-            key = (cpu, milli, count)
+        shapes: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+        seen: list[tuple[int, int, int]] = []
+        for found in map(profile_of, pods):
+            if found is None:
+                continue
+            key = shapes.setdefault(found[:3], found[:3])
+            seen.append(key)
+            least = found[3]
             if least < memory.get(key, least + 1):
                 memory[key] = least
-        recent = [(cpu, milli, count) for cpu, milli, count, _ in profiles[-window:]]
+        recent = seen[-window:]
         self._recent: deque[tuple[int, int, int]] = deque(recent, maxlen=window)
         self._counts: Counter[tuple[int, int, int]] = Counter(recent)
         self._memory = memory

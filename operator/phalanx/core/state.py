@@ -179,6 +179,21 @@ class CycleState:
             return 0
         return max(self.free[node].get(GPU, 0), 0) // DEVICE * (DEVICE // milli)
 
+    def _within_slots(self, counts: list[int], milli: int) -> list[int]:
+        """`min(count, _slots(node, milli))` on every node with a count, for one part of a
+        device on every node: from the free GPU column on the nodes whose devices are all
+        whole, one node at a time on the others (a scan of every node calling `_slots`
+        was a twentieth of a simulator cycle)."""
+        if milli <= 0 or milli > DEVICE:
+            return [0] * len(counts)
+        per = DEVICE // milli
+        whole = [max(free, 0) // DEVICE * per for free in self.column(GPU)]
+        capped = list(map(min, counts, whole))
+        for node in self._used.keys() | self.index.shared_nodes:
+            if counts[node]:
+                capped[node] = min(counts[node], slots(self.devices(node), milli))
+        return capped
+
     def column(self, name: str) -> list[int]:
         """Free amount of one resource on every node, kept current by `_change`: each new
         shape's fit counts read columns instead of every node's dict."""
@@ -245,13 +260,11 @@ class CycleState:
                 count if cause is None else 0 for count, cause in zip(fits, static, strict=True)
             ]
             milli = None
-            if shape.fractional:
-                nodes = self.index.nodes
-                milli = (
-                    [shape.gpu_milli] * len(nodes)  # the same part of a device everywhere
-                    if shape.gpu_milli
-                    else [part_of(shape.gpu_milli, shape.gpu_memory, n) for n in nodes]
-                )
+            if shape.gpu_milli:  # the same part of a device everywhere
+                milli = [shape.gpu_milli] * len(node)
+                node = self._within_slots(node, shape.gpu_milli)
+            elif shape.fractional:
+                milli = [part_of(0, shape.gpu_memory, n) for n in self.index.nodes]
                 node = [min(c, self._slots(i, milli[i])) if c else 0 for i, c in enumerate(node)]
             counts = self._shapes[shape] = ShapeCounts(shape, static, node, milli)
         return counts
