@@ -164,6 +164,8 @@ def _split_gang(
     Pods keep name order; with sub-groups, natural order (worker-2 before worker-10),
     since every consecutive `size` pods form one sub-group."""
     total = len(running) + len(waiting)
+    if not waiting and not group.roles and total >= group.min_member:
+        return (), (), None  # a running group: nothing to split (10,000 of them a cycle)
     if total < group.min_member:
         message = f"{total} of {group.min_member} pods exist"
         return (), waiting, Problem(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, message)
