@@ -8,6 +8,10 @@ kube-scheduler reports a FitError.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import ge, not_
 
 from phalanx.core.device_choice import DEVICE
 from phalanx.core.devices import part_of
@@ -38,18 +42,13 @@ def node_histogram(state: CycleState, shape: Shape) -> str:
     for name, amount in shape.requests:
         causes[f"Insufficient {name}"] += opened.short(state, name, amount)
     if shape.fractional:
-        left = opened.nodes if node is None else [i for i in opened.nodes if not node[i]]
+        left = opened.nodes
+        if node is not None:
+            left = list(compress(left, map(not_, map(node.__getitem__, left))))
         for name, amount in shape.requests:
             column = state.column(name)
-            left = [i for i in left if column[i] >= amount]
-        nodes, gpus = state.index.nodes, state.index.gpu_counts
-        reasons: dict[tuple[int, int], str] = {}  # `_no_device` depends on these alone
-        for i in left:
-            kind = (gpus[i], nodes[i].gpu_memory if shape.gpu_memory else 0)
-            reason = reasons.get(kind)
-            if reason is None:
-                reason = reasons[kind] = _no_device(state, shape, i)
-            causes[reason] += 1
+            left = list(compress(left, map(ge, map(column.__getitem__, left), repeat(amount))))
+        causes.update(_device_causes(state, shape, left))
     parts = [
         f"{n} {cause}" for cause, n in sorted(causes.items(), key=lambda c: (-c[1], c[0])) if n
     ]
@@ -141,6 +140,21 @@ def _pods(count: int, shape: Shape) -> str:
     return f"{count} pod{'' if count == 1 else 's'} of {asked}"
 
 
+def _device_causes(state: CycleState, shape: Shape, left: list[int]) -> Counter[str]:
+    """`_no_device` of each node in `left`, counted per kind of node (it depends on the
+    node's GPU count and, for a request of GPU memory, that memory alone), in C."""
+    nodes = state.index.nodes
+    kinds: Sequence[object] = (
+        [(n.gpu_count, n.gpu_memory) for n in nodes] if shape.gpu_memory
+        else state.index.gpu_counts
+    )  # fmt: skip
+    causes: Counter[str] = Counter()
+    for kind, count in Counter(map(kinds.__getitem__, left)).items():
+        node = next(i for i in left if kinds[i] == kind)
+        causes[_no_device(state, shape, node)] += count
+    return causes
+
+
 def _no_device(state: CycleState, shape: Shape, node: int) -> str:
     """Why a node with room for a fractional pod's cpu and memory takes none."""
     info = state.index.nodes[node]
@@ -172,24 +186,50 @@ def fragmentation(state: CycleState, shape: Shape) -> str:
 
 
 def _fragmentation(state: CycleState, shape: Shape, per_pod: int) -> str:
-    static = state.static(shape.constraints)
-    nodes = whole = idle = 0
-    for i in state.shared_nodes():  # elsewhere no device is shared: no spare parts
-        if static[i] is not None:
-            continue
-        free = max(0, state.free[i].get(GPU, 0))
-        spare = state.fragment_free(i) if free < per_pod else 0
-        if spare and (free + spare) // DEVICE * DEVICE >= per_pod:
-            nodes += 1
-            whole += free
-            idle += free + spare
+    nodes = _split_nodes(state, shape, per_pod)
     if not nodes:
         return ""
+    whole = sum(free for free, _ in nodes.values())
+    idle = sum(free for _, free in nodes.values())
     return (
-        f"{nodes} node(s) have {format_amount(GPU, idle)} GPUs free but only "
+        f"{len(nodes)} node(s) have {format_amount(GPU, idle)} GPUs free but only "
         f"{format_amount(GPU, whole)} whole: the rest are parts of GPUs shared by fractional "
         f"pods (each pod needs {format_amount(GPU, per_pod)} whole)"
     )
+
+
+@dataclass(slots=True)
+class _Split:
+    """`_split_nodes` as of `seen` entries of `CycleState.changed`."""
+
+    seen: int
+    nodes: dict[int, tuple[int, int]]
+
+
+def _split_nodes(state: CycleState, shape: Shape, per_pod: int) -> dict[int, tuple[int, int]]:
+    """The nodes where parts of shared GPUs would make room for a whole-GPU pod of
+    `per_pod`, each with (whole GPU milli free, all GPU milli free). Found once a cycle
+    among the nodes with shared devices (elsewhere no device has spare parts), then kept
+    current from the nodes changed since: a scan per placement, of a thousand shared
+    nodes, was a twentieth of a busy simulator cycle."""
+    key = ("split", per_pod, shape.constraints)
+    known = state.kept.get(key)
+    if isinstance(known, _Split):
+        changed: Iterable[int] = set(state.changed[known.seen :])
+    else:
+        known = _Split(0, {})
+        state.kept[key] = known
+        changed = state.shared_nodes()
+    known.seen = len(state.changed)
+    static, nodes = state.static(shape.constraints), known.nodes
+    for i in changed:
+        free = max(0, state.free[i].get(GPU, 0))
+        spare = state.fragment_free(i) if free < per_pod and static[i] is None else 0
+        if spare and (free + spare) // DEVICE * DEVICE >= per_pod:
+            nodes[i] = (free, free + spare)
+        else:
+            nodes.pop(i, None)
+    return nodes
 
 
 def _usable_gpus(state: CycleState, shape: Shape, tree: DomainTree, domain: int) -> int:

@@ -87,23 +87,28 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
     pods = index.members.get(key, _NO_PODS)
     group = index.groups.get(key)
     counts = pods.counts
-    namespace = key.split("/", 1)[0]
     priority = _priority(index, group, pods)
     if group is None:
         return GroupWork(
-            key, None, namespace, DEFAULT_QUEUE, 1, priority, 0.0, pods.running, (), (), 0,
-            counts, _missing_group(index, key), pods,
+            key, None, key.split("/", 1)[0], DEFAULT_QUEUE, 1, priority, 0.0, pods.running,
+            (), (), 0, counts, _missing_group(index, key), pods,
         )  # fmt: skip
-    gang, extras, problem = _split_gang(group, pods.running, pods.waiting)
-    problem = _invalid_pod(pods.waiting) or problem
-    if not pods.running and not pods.waiting and (counts.succeeded or counts.failed):
-        message = f"all pods finished: {counts.succeeded} succeeded, {counts.failed} failed"
-        problem = Problem(StatusCode.SUCCESS, Reason.FINISHED, message)
+    running = pods.running
+    gang: tuple[PodInfo, ...] = ()
+    extras: tuple[PodInfo, ...] = ()
+    problem: Problem | None = None
+    if not running or pods.waiting or group.roles or len(running) < group.min_member:
+        # else running, nothing to place: most groups of a busy cluster
+        gang, extras, problem = _split_gang(group, running, pods.waiting)
+        problem = _invalid_pod(pods.waiting) or problem
+        if not running and not pods.waiting and (counts.succeeded or counts.failed):
+            message = f"all pods finished: {counts.succeeded} succeeded, {counts.failed} failed"
+            problem = Problem(StatusCode.SUCCESS, Reason.FINISHED, message)
     waiting = gang + extras
     return GroupWork(
         key=key,
         group=group,
-        namespace=namespace,
+        namespace=group.namespace,
         queue=group.queue,
         min_member=group.min_member,
         priority=priority,
@@ -164,8 +169,6 @@ def _split_gang(
     Pods keep name order; with sub-groups, natural order (worker-2 before worker-10),
     since every consecutive `size` pods form one sub-group."""
     total = len(running) + len(waiting)
-    if not waiting and not group.roles and total >= group.min_member:
-        return (), (), None  # a running group: nothing to split (10,000 of them a cycle)
     if total < group.min_member:
         message = f"{total} of {group.min_member} pods exist"
         return (), waiting, Problem(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, message)

@@ -107,6 +107,11 @@ class CycleState:
         self.static_scans: dict[Shape, list[int]] = {}  # `static_takes`: [next node, total]
         self.rejections: dict[object, tuple[int, Problem]] = {}
         self.sentences: dict[object, tuple[int, str]] = {}
+        self.changed: list[int] = []
+        """Every node a placement, removal or hold changed, in order: a count over many
+        nodes is kept current from the nodes changed since it was made (`explain`)."""
+        self.kept: dict[object, object] = {}
+        """Such counts, by what they count (their owner checks their type)."""
         self._open: dict[Constraints, OpenNodes] = {}
         self._nowhere: dict[Constraints, tuple[int, list[Shape]]] = {}
         """Parts of wait messages by what they depend on, with the generation they hold for."""
@@ -367,6 +372,7 @@ class CycleState:
         self.held[node] += sign
         self.pods_free[node] -= sign * HELD_PODS
         self.generation += 1
+        self.changed.append(node)
         self._refresh_counts(node, shrinking=sign > 0)
 
     def _change(self, node: int, pod: PodInfo, sign: int) -> None:
@@ -384,6 +390,7 @@ class CycleState:
             self._move_devices(node, pod, sign)
         self.pods_free[node] += sign
         self.generation += 1
+        self.changed.append(node)
         self._grades.pop(node, None)
         self._refresh_counts(node, shrinking=sign < 0 and all(
             amount >= 0 for amount in pod.requests.values()))
