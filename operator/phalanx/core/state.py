@@ -121,6 +121,7 @@ class CycleState:
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
         self._shared: set[int] = set(index.shared_nodes)
         self._spare: dict[int, int] = {}
+        self._slot_counts: dict[int, dict[int, int]] = {}
         self._grades: dict[int, dict[int, tuple[int, int, int] | None]] = {}
         self._grades_version = -1
         self._grade_ids: dict[tuple[tuple[tuple[str, int], ...], int, int], int] = {}
@@ -179,10 +180,22 @@ class CycleState:
         """Pods taking `milli` of one device the node's devices still take; a node with
         no device partly held needs no device list (its whole free GPUs say it all)."""
         if node in self._used or node in self.index.shared_nodes:
-            return slots(self.devices(node), milli)
+            return self._device_slots(node, milli)
         if milli <= 0 or milli > DEVICE:
             return 0
         return max(self.free[node].get(GPU, 0), 0) // DEVICE * (DEVICE // milli)
+
+    def _device_slots(self, node: int, milli: int) -> int:
+        """`slots` of the node's devices, remembered per node until they change: every
+        fractional shape of a cycle asks every node with shared devices, and the shapes
+        ask a few parts of a device between them."""
+        known = self._slot_counts.get(node)
+        if known is None:
+            known = self._slot_counts[node] = {}
+        found = known.get(milli)
+        if found is None:
+            found = known[milli] = slots(self.devices(node), milli)
+        return found
 
     def _within_slots(self, counts: list[int], milli: int) -> list[int]:
         """`min(count, _slots(node, milli))` on every node with a count, for one part of a
@@ -192,11 +205,13 @@ class CycleState:
         if milli <= 0 or milli > DEVICE:
             return [0] * len(counts)
         per = DEVICE // milli
-        whole = [max(free, 0) // DEVICE * per for free in self.column(GPU)]
-        capped = list(map(min, counts, whole))
+        capped = [
+            c if c <= (whole := free // DEVICE * per if free > 0 else 0) else whole
+            for c, free in zip(counts, self.column(GPU), strict=True)
+        ]  # min(c, whole GPUs free * per), without the slower builtin calls
         for node in self._used.keys() | self.index.shared_nodes:
             if counts[node]:
-                capped[node] = min(counts[node], slots(self.devices(node), milli))
+                capped[node] = min(counts[node], self._device_slots(node, milli))
         return capped
 
     def column(self, name: str) -> list[int]:
@@ -401,6 +416,7 @@ class CycleState:
         starts or stops using leaves or rejoins the node's whole free GPUs."""
         used = self.devices(node)
         self._spare.pop(node, None)
+        self._slot_counts.pop(node, None)
         before = used.count(0) if pod.fractional else 0
         if sign < 0:
             released = self._released.pop(pod.key, None)
