@@ -17,13 +17,14 @@ Bounded sets keep the cost per pod independent of the cluster's size.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from math import exp
 
 from phalanx.core.device_choice import DEVICE, choose_devices
 from phalanx.core.devices import part_of
 from phalanx.core.names import CPU, GPU, MEMORY
 from phalanx.core.shapes import Shape
-from phalanx.core.state import CycleState
+from phalanx.core.state import CycleState, NodeGrades
 
 CANDIDATES = 64
 
@@ -35,35 +36,54 @@ def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]
     mix.typical()  # a refresh due happens now, before the remembered grades are read
     known = state.node_grades(mix.version)
     size = state.grade_id(shape)
-    best: tuple[tuple[int, int, int, int], int] | None = None
-    for node in candidates:
+    ask = _Ask.of(shape)
+    best: tuple[int, int, int] | None = None
+    chosen = -1
+    for node in candidates:  # in a plain loop: a hundred candidates a pod
         grades = known.get(node)
         if grades is None:
-            grades = known[node] = {}
-        if size in grades:
-            found = grades[size]
+            grades = known[node] = NodeGrades()
+        sizes = grades.sizes
+        if size in sizes:
+            found = sizes[size]
         else:
-            found = grades[size] = node_grade(state, node, shape)
+            found = sizes[size] = node_grade(state, node, shape, ask, grades)
         if found is None:
             continue
-        key = (*found, node)
-        if best is None or key < best[0]:
-            best = (key, node)
-    return best[1] if best is not None else None
+        if best is None or found < best or (found == best and node < chosen):
+            best, chosen = found, node
+    return chosen if best is not None else None
 
 
-def node_grade(state: CycleState, node: int, shape: Shape) -> tuple[int, int, int] | None:
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """What one pod of the shape takes, as its grade reads it (once per pod, not per
+    candidate node)."""
+
+    cpu: int
+    memory: int
+    whole: int
+    uses_gpu: bool
+
+    @staticmethod
+    def of(shape: Shape) -> _Ask:
+        requests = dict(shape.requests)
+        whole = -(-requests.get(GPU, 0) // DEVICE)
+        uses_gpu = bool(whole or shape.fractional)
+        return _Ask(requests.get(CPU, 0), requests.get(MEMORY, 0), whole, uses_gpu)
+
+
+def node_grade(
+    state: CycleState, node: int, shape: Shape, ask: _Ask, grades: NodeGrades
+) -> tuple[int, int, int] | None:
     """The node's grade for one pod of `shape`, lower is better (None: its devices do not
     take the pod): the fragmentation it adds, then whether it opens a node with every
     GPU free, then whether a CPU-only pod strands the node's GPUs."""
-    requests = dict(shape.requests)
-    cpu, memory = requests.get(CPU, 0), requests.get(MEMORY, 0)
-    whole = -(-requests.get(GPU, 0) // DEVICE)
-    added = added_fragmentation(state, node, shape, cpu, memory, whole)
+    added = added_fragmentation(state, node, shape, ask, grades)
     if added is None:
         return None
-    uses_gpu = bool(whole or shape.fractional)
     gpus = state.index.nodes[node].gpu_count
+    uses_gpu = ask.uses_gpu
     opens = 1 if uses_gpu and gpus and state.free[node].get(GPU, 0) >= gpus * DEVICE else 0
     strands = 1 if gpus and not uses_gpu else 0
     return (grade(added), opens, strands)
@@ -75,17 +95,17 @@ def grade(added: float) -> int:
 
 
 def added_fragmentation(
-    state: CycleState, node: int, shape: Shape, cpu: int, memory: int, whole: int
+    state: CycleState, node: int, shape: Shape, ask: _Ask, grades: NodeGrades
 ) -> float | None:
     """Fragmentation of the node after the pod minus before (None: its devices do not
-    take the pod)."""
+    take the pod); before is remembered in `grades`."""
     info = state.index.nodes[node]
     if not info.gpu_count:
         return 0.0
     free = state.free[node]
     cpu_free, memory_free = free.get(CPU, 0), free.get(MEMORY, 0)
     used = state.devices(node)
-    before = [max(DEVICE - taken, 0) for taken in used]
+    before = [DEVICE - taken if taken < DEVICE else 0 for taken in used]
     after = list(before)
     if shape.fractional:
         milli = part_of(shape.gpu_milli, shape.gpu_memory, info)
@@ -93,12 +113,14 @@ def added_fragmentation(
         if chosen is None:
             return None
         after[chosen[0]] -= milli
-    elif whole:
-        chosen = choose_devices(used, DEVICE, whole)
+    elif ask.whole:
+        chosen = choose_devices(used, DEVICE, ask.whole)
         if chosen is None:
             return None
         for index in chosen:
             after[index] = 0
     mix = state.mix
-    lost = mix.fragmentation(cpu_free - cpu, memory_free - memory, after)
-    return lost - mix.fragmentation(cpu_free, memory_free, before)
+    lost = mix.fragmentation(cpu_free - ask.cpu, memory_free - ask.memory, after)
+    if grades.lost is None:
+        grades.lost = mix.fragmentation(cpu_free, memory_free, before)
+    return lost - grades.lost

@@ -77,6 +77,16 @@ class OpenNodes:
         return bisect_left(ordered, amount)
 
 
+@dataclass(slots=True)
+class NodeGrades:
+    """One node's grades for `least_fragmenting`: per pod size (`CycleState.grade_id`),
+    None where its devices do not take the pod; `lost`: the node's fragmentation as it
+    is (the same for every size, so worked out once)."""
+
+    sizes: dict[int, tuple[int, int, int] | None] = field(default_factory=dict)
+    lost: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class LevelBest:
     """The domain of a level that can take the most pods of a shape."""
@@ -122,7 +132,7 @@ class CycleState:
         self._shared: set[int] = set(index.shared_nodes)
         self._spare: dict[int, int] = {}
         self._slot_counts: dict[int, dict[int, int]] = {}
-        self._grades: dict[int, dict[int, tuple[int, int, int] | None]] = {}
+        self._grades: dict[int, NodeGrades] = {}
         self._grades_version = -1
         self._grade_ids: dict[tuple[tuple[tuple[str, int], ...], int, int], int] = {}
 
@@ -134,11 +144,11 @@ class CycleState:
         kept across them (the packing benchmark)."""
         return ShapeMix(self.index.pods)
 
-    def node_grades(self, version: int) -> dict[int, dict[int, tuple[int, int, int] | None]]:
-        """`least_fragmenting`'s grade of each node for each pod size (`grade_id`) it was
-        asked about, kept until a pod lands on or leaves the node or the typical shapes
-        (`version`, `ShapeMix.version`) change: between two pods one node changes, and
-        most of the next pod's candidates are the same nodes graded for the same size."""
+    def node_grades(self, version: int) -> dict[int, NodeGrades]:
+        """`least_fragmenting`'s grades of each node it was asked about, kept until a
+        pod lands on or leaves the node or the typical shapes (`version`,
+        `ShapeMix.version`) change: between two pods one node changes, and most of the
+        next pod's candidates are the same nodes graded for the same size."""
         if version != self._grades_version:
             self._grades = {}
             self._grades_version = version
