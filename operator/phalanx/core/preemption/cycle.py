@@ -108,11 +108,12 @@ class Preemptions:
         if held.reason != RESERVED or not nodes:
             return None
         inside = set(nodes)
+        near = frozenset(self.state.index.nodes[i].name for i in nodes)
         if any(
             unit.group != work.key
             and unit.started > held.since
             and not inside.isdisjoint(unit.nodes)
-            for unit in self.units
+            for unit in build_units(self.state.index, self._priorities, near=near)
         ):
             return None
         timeout = self.config.nomination_timeout_seconds

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from phalanx.core.model import GroupInfo, PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
@@ -44,22 +45,35 @@ class Unit:
         return (self.priority, self.gpus, len(self.pods), -self.started, self.key)
 
 
-def build_units(index: ClusterIndex, group_priority: dict[GroupKey, int]) -> tuple[Unit, ...]:
+def build_units(
+    index: ClusterIndex,
+    group_priority: dict[GroupKey, int],
+    near: frozenset[str] | None = None,
+) -> tuple[Unit, ...]:
     """Every evictable unit of the snapshot, cheapest first. `group_priority` is each
-    group's priority as the cycle computed it (its PriorityClass, else its pods')."""
+    group's priority as the cycle computed it (its PriorityClass, else its pods').
+    `near` (node names): only the units of groups and lone pods with a pod on one of
+    them (every unit with a pod there is among them), for a question about a few nodes
+    (a reservation's renewal): building the units of 10,000 running groups for it was
+    a tenth of a busy simulator cycle."""
     refused = index.eviction_refused
     units: list[Unit] = []
     for key, group, pods, running in _evictable_groups(index):
+        if near is not None and near.isdisjoint(map(_NODE_NAME, running)):
+            continue
         queue = group.queue if group is not None else DEFAULT_QUEUE
         priority = _group_priority(index, key, pods, group_priority)
         minimum = group.min_member if group is not None else 1
         units.extend(_group_units(index, key, queue, priority, pods, running, minimum, refused))
     for pod in _evictable_loose(index):
-        if pod.key not in refused:
+        if pod.key not in refused and (near is None or pod.node_name in near):
             priority = index.pod_priority(pod)
             units.append(_unit(index, pod.key, None, DEFAULT_QUEUE, priority, (pod,), whole=True))
     units.sort(key=Unit.order)
     return tuple(units)
+
+
+_NODE_NAME = attrgetter("node_name")
 
 
 def priority_bounds(
