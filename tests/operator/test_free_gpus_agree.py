@@ -65,10 +65,13 @@ async def test_status_kubectl_and_core_agree_on_free_gpus_per_domain() -> None:
     status = await status_counts(objects)
     kubectl = kubectl_counts(objects)
     for name, free in core.items():
-        if name:  # the status lists domains below the cluster
+        if name.count("/") == 1:  # a host: the status leaves it to its Node
+            assert name not in status, name
+        elif name:  # the status lists racks, below the cluster
             assert status[name] == free, name
         leaf = name.rsplit("/", 1)[-1] or "default"
         assert kubectl[leaf] == free, name
+    assert len(status) == 3
 
 
 def shared_pod(name: str, fraction: str, node_name: str, device: int) -> Obj:
@@ -97,3 +100,12 @@ async def test_status_kubectl_and_core_agree_on_fragmented_gpus() -> None:
     assert plugin.main(["topology", "--all-levels"], out=out, runner=FakeKubectl(objects)) == 0
     line = next(row for row in out.getvalue().splitlines() if " r2 " in row)
     assert "14/16 GPUs free" in line and "2 GPUs fragmented (1.25 free)" in line
+
+
+async def test_a_finest_level_of_several_nodes_per_domain_is_listed() -> None:
+    """Only a host level is left out: with racks as the finest level, racks are listed."""
+    objects = cluster()
+    racks_only = topology()
+    racks_only["spec"]["levels"] = racks_only["spec"]["levels"][:1]
+    status = await status_counts([*objects[:-1], racks_only])
+    assert status == EXPECTED
