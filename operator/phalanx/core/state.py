@@ -463,33 +463,39 @@ class CycleState:
         fit none and are skipped (most of them, on a busy cluster with many shapes)."""
         free, pods_free = self.free[node], self.pods_free[node]
         for counts in self._shapes.values():
-            if counts.static[node] is not None or (shrinking and not counts.node[node]):
+            node_counts = counts.node
+            old = node_counts[node]
+            if (shrinking and not old) or counts.static[node] is not None:
                 continue
             new = fit_count(free, pods_free, counts.shape.requests)
-            milli = counts.milli
-            if milli is not None and new:
-                new = min(new, self._slots(node, milli[node]))
-            delta = new - counts.node[node]
-            if not delta:
+            if new and counts.milli is not None:
+                room = self._slots(node, counts.milli[node])
+                if room < new:
+                    new = room
+            if new != old:
+                node_counts[node] = new
+                self._moved(counts, node, old, new)
+
+    def _moved(self, counts: ShapeCounts, node: int, old: int, new: int) -> None:
+        """The node's count of a shape went from `old` to `new`: its leaf's room index
+        and every ancestor's aggregate (and level room index) follow."""
+        delta = new - old
+        for (topology, leaf), rooms in counts.leaves.items():
+            if self._trees[topology].node_leaf[node] == leaf:
+                rooms.move(node, old, new)
+        for topology, aggregate in counts.domains.items():
+            ancestors = self._trees[topology].node_ancestors[node]
+            indexes = counts.levels.get(topology)
+            if indexes is None:
+                for domain in ancestors:
+                    aggregate[domain] += delta
                 continue
-            old = counts.node[node]
-            counts.node[node] = new
-            for (topology, leaf), rooms in counts.leaves.items():
-                if self._trees[topology].node_leaf[node] == leaf:
-                    rooms.move(node, old, new)
-            for topology, aggregate in counts.domains.items():
-                ancestors = self._trees[topology].node_ancestors[node]
-                indexes = counts.levels.get(topology)
-                if indexes is None:
-                    for domain in ancestors:
-                        aggregate[domain] += delta
-                    continue
-                for position, domain in enumerate(ancestors):
-                    before = aggregate[domain]
-                    aggregate[domain] = before + delta
-                    level_rooms = indexes[position]
-                    if level_rooms is not None:
-                        level_rooms.move(domain, before, before + delta)
+            for position, domain in enumerate(ancestors):
+                before = aggregate[domain]
+                aggregate[domain] = before + delta
+                level_rooms = indexes[position]
+                if level_rooms is not None:
+                    level_rooms.move(domain, before, before + delta)
 
 
 def static_room(state: CycleState, shape: Shape, topology: str | None) -> list[int]:
