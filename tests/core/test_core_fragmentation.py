@@ -9,7 +9,7 @@ from core_builders import cycle, node, pod, snapshot_of
 from phalanx.core import PodInfo
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.fragmentation import Profile, ShapeMix
-from phalanx.core.node_choice import least_fragmenting
+from phalanx.core.node_choice import grade, least_fragmenting
 from phalanx.core.shapes import shape_of
 from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.state import CycleState
@@ -52,6 +52,12 @@ def test_fragmentation_counts_what_the_typical_shapes_cannot_use() -> None:
     # too little cpu: every free milli is lost to both
     assert mix.fragmentation(2000, GI, [1000, 300]) == 1300
     assert mix.fragmentation(8000, GI, [0, 0]) == 0
+
+
+def test_a_change_of_a_few_milli_either_way_grades_as_nothing_lost() -> None:
+    # truncated (FGD's int()), 15 milli lost would already grade worse than nothing lost
+    assert grade(15.0) == grade(0.0) == grade(-15.0)
+    assert grade(30.0) > grade(0.0) > grade(-30.0)
 
 
 def test_a_gpu_pod_does_not_take_the_cpu_that_the_nodes_other_gpus_need() -> None:

@@ -4,8 +4,9 @@ For a single pod the placement hands over two bounded sets of a domain's nodes t
 it: the `CANDIDATES` tightest (least room left for the pod's shape) and the `CANDIDATES`
 first by position (first fit). Each is graded by how much GPU the workload's typical
 shapes could no longer use there after the pod lands, its devices chosen as
-`device_choice` chooses them (`phalanx.core.fragmentation`), quantised as FGD's integer score is
-(changes within ~40 milli of a GPU count as equal). Among equal grades a GPU pod keeps
+`device_choice` chooses them (`phalanx.core.fragmentation`), quantised like FGD's integer score
+(changes within ~40 milli of a GPU count as equal) but rounded, not truncated, so that
+"nothing lost" sits in the middle of its step (see `grade`). Among equal grades a GPU pod keeps
 off nodes with every GPU free (whole nodes stay free for gangs), a CPU-only pod goes to a
 node without GPUs (there it strands nothing), and then the lowest position wins, a fixed
 order, so the choice is a function of the cluster state alone. The grade comes first: on
@@ -90,8 +91,17 @@ def node_grade(
 
 
 def grade(added: float) -> int:
-    """Lower is better: FGD's integer score of the change (100 x sigmoid), negated."""
-    return -int(100.0 / (1.0 + exp(added / 1000.0)))
+    """Lower is better: FGD's integer score of the change (100 x sigmoid), negated, but
+    rounded. Truncated, a change of exactly nothing lies on the edge of its step: 1 milli
+    lost already grades worse, while up to ~40 milli gained grade the same, so the most
+    common case, a pod that costs the typical shapes next to nothing, is split from its
+    near-equals and the fixed order among equals (first fit) decides less often. Rounded,
+    changes within ~20 milli either way grade as nothing lost. (FGD itself is off the
+    edge by accident: its typical pods include CPU-only ones, which count every free GPU
+    as lost, so each GPU pod's score carries a constant bonus.) On the FGD paper's
+    benchmark (`python -m bench.packing`, five seeds, bench/README.md) allocation at
+    130% demand went from 95.05% to 95.42% on `default`, level with FGD."""
+    return -round(100.0 / (1.0 + exp(added / 1000.0)))
 
 
 def added_fragmentation(
