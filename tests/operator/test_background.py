@@ -183,16 +183,20 @@ def fresh(*objects: dict[str, Any]) -> list[dict[str, Any]]:
     return [queue, *(o for o in copy.deepcopy(cluster(*objects)) if o["kind"] != "Queue")]
 
 
+def gang_of_two_scheduler(api: Sequenced) -> Scheduler:
+    """A scheduler over one gang of two GPU pods, its writes going to `api`."""
+    objects = fresh(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
+    return Scheduler(ClusterCache.from_objects(objects), api, Settings(), clock=lambda: 1000.0)
+
+
 def queue_status_sent(api: Sequenced) -> int | None:
     return next((i for i, (what, path) in enumerate(api.sequence)
                  if what == "sent" and "/queues/default/status" in path), None)
 
 
 async def test_the_queue_status_waits_for_the_first_binding_answered_not_the_bindings():
-    objects = fresh(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = Sequenced(held=False)
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
-                          clock=lambda: 1000.0)
+    scheduler = gang_of_two_scheduler(api)
     await scheduler.cycle()
     await scheduler.settle(timeout=5)
     sent = queue_status_sent(api)
@@ -202,10 +206,8 @@ async def test_the_queue_status_waits_for_the_first_binding_answered_not_the_bin
 
 
 async def test_with_no_binding_answered_the_next_cycle_writes_the_queue_status_first():
-    objects = fresh(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = Sequenced(held=True)
-    scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
-                          clock=lambda: 1000.0)
+    scheduler = gang_of_two_scheduler(api)
     await scheduler.cycle()
     await turns()
     assert queue_status_sent(api) is None  # the plan's status is held: nothing bound yet
