@@ -473,13 +473,62 @@ def test_a_starvation_reservation_is_renewed_while_only_older_work_is_in_its_way
     held = decision(result, "default/big").nomination
     assert held is not None and held.nodes == ("n1",) and held.since == 300.0
     assert held.expires > 700.0
-    assert not decision(result, "default/small").scheduled  # n1 stays held
+    # a group lent the room since (it can be taken back) does not end the reservation
+    lent = running_gang("lent", ["n1"], gpus=6, started=400.0)
+    lent[-1] = replace(lent[-1], creation=200.0)  # type: ignore[type-var]
+    result = run(nodes, busy, lent, big, now=700.0)
+    assert decision(result, "default/big").nomination == held
     # a pod that started on n1 after the reservation (higher priority may): released
     newer = running_gang("newer", ["n1"], gpus=1, priority="high", started=400.0)
     result = run(nodes, busy, newer, big, small, now=700.0)
     assert decision(result, "default/big").nomination is None
     assert "released" in decision(result, "default/big").message
     assert [b.node for b in result.bindings if b.group == "default/small"] == ["n1"]
+
+
+def test_a_reservation_lends_its_idle_room_to_newer_groups_of_its_queue_and_takes_it_back(
+) -> None:  # fmt: skip
+    """n1 is reserved for `big` (8 GPUs) while a 1-GPU job of before runs there: a newer
+    6-GPU group is placed on n1 meanwhile, and evicted for `big` once that job ended.
+    Kept closed, n1's 7 free GPUs stood idle as long as the older job ran."""
+    nodes = [node("n0"), node("n1")]
+    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
+            for i, g in enumerate((4, 1))]  # fmt: skip
+    big = waiting_gang("big", 1, priority="low", creation=0.0, nomination=reserved(300, 900))
+    small = [pod("small-0", gpus=6, group="small"), group("small", 1, creation=200.0)]
+    lent = run(nodes, busy, big, small, now=700.0)
+    assert [b.node for b in lent.bindings if b.group == "default/small"] == ["n1"]
+    assert decision(lent, "default/big").nomination == reserved(300, 900)
+    assert lent.evictions == ()
+    # an older group of the queue, or one of another queue, is not lent the room
+    older = [pod("older-0", gpus=6, group="older"), group("older", 1, creation=-1.0)]
+    other = [pod("other-0", gpus=6, group="other"), group("other", 1, creation=200.0,
+                                                          queue="team-b")]  # fmt: skip
+    for outsider in (older, other):
+        closed = run(nodes, QueueInfo("team-b"), busy, big, outsider, now=700.0)
+        assert not [b for b in closed.bindings if b.node == "n1"]
+    # the older job on n1 ended: only the lent group is in the way, and it goes
+    running = running_gang("small", ["n1"], gpus=6, started=700.0)
+    running[-1] = replace(running[-1], creation=200.0)  # type: ignore[type-var]
+    back = run(nodes, busy[0], big, running, now=800.0)
+    assert evicted_groups(back) == {"default/small"}
+    assert all("taken back" in e.message for e in back.evictions)
+    taken = decision(back, "default/big")
+    assert taken.reason == "Preempting" and taken.nomination is not None
+    assert taken.nomination.nodes == ("n1",)
+
+
+def test_a_gang_that_may_not_preempt_lends_no_reserved_room() -> None:
+    nodes = [node("n0"), node("n1")]
+    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
+            for i, g in enumerate((4, 1))]  # fmt: skip
+    big = waiting_gang("big", 1, priority="polite", creation=0.0,
+                       nomination=reserved(300, 900))  # fmt: skip
+    small = [pod("small-0", gpus=6, group="small"),
+             group("small", 1, creation=200.0, priority_class_name="polite")]  # fmt: skip
+    result = run(nodes, busy, big, small, now=700.0)
+    assert not decision(result, "default/small").scheduled
+    assert decision(result, "default/big").nomination == reserved(300, 900)
 
 
 def capped(gpus: int) -> QueueInfo:

@@ -15,10 +15,13 @@ STEP = 30.0
 RUNS = 90.0  # every small job runs this long
 
 
-def simulate(config: SchedulerConfig, cycles: int = 40) -> float | None:
-    """When the big gang started (None: never), with two 4-GPU jobs arriving per cycle."""
+def simulate(config: SchedulerConfig, cycles: int = 40, grouped: bool = False) -> float | None:
+    """When the big gang started (None: never), with two 4-GPU jobs arriving per cycle
+    (`grouped`: each a group of one, which the reserved room is lent to; evicted jobs
+    are gone)."""
     nodes = [node("n0"), node("n1")]
     big = group("big", 2, creation=0.0)
+    groups = [big]
     pending: list[PodInfo] = [pod(f"big-{i}", gpus=8, group="big") for i in range(2)]
     running = {  # the stream is already flowing when the big gang arrives
         f"default/early-{i}": (pod(f"early-{i}", gpus=4, node_name=f"n{i}", started_at=0.0), 60.0)
@@ -27,12 +30,18 @@ def simulate(config: SchedulerConfig, cycles: int = 40) -> float | None:
     for step in range(cycles):
         now = step * STEP
         running = {k: v for k, v in running.items() if v[1] > now}
-        arrivals = [pod(f"small-{step}-{i}", gpus=4, creation=now) for i in range(2)]
-        pending.extend(arrivals)
+        names = [f"small-{step}-{i}" for i in range(2)]
+        if grouped:
+            groups.extend(group(name, 1, creation=now) for name in names)
+        pending.extend(
+            pod(name, gpus=4, creation=now, group=name if grouped else None) for name in names
+        )
         snapshot = Snapshot(
-            nodes=nodes, pods=[p for p, _ in running.values()] + pending, groups=[big]
+            nodes=nodes, pods=[p for p, _ in running.values()] + pending, groups=groups
         )
         result = run_cycle(snapshot, config, now)
+        for eviction in result.evictions:
+            del running[eviction.pod]
         placed = {b.pod: b.node for b in result.bindings}
         if any(b.group == "default/big" for b in result.bindings):
             return now
@@ -41,7 +50,7 @@ def simulate(config: SchedulerConfig, cycles: int = 40) -> float | None:
             bound = replace(waiting, node_name=placed[waiting.key], phase="Running", started_at=now)
             running[waiting.key] = (bound, now + RUNS)
         decision = result.decision("default/big")
-        big = replace(big, nomination=decision.nomination if decision else None)
+        groups[0] = replace(big, nomination=decision.nomination if decision else None)
     return None
 
 
@@ -51,4 +60,11 @@ def test_without_reservations_the_stream_keeps_the_big_gang_waiting() -> None:
 
 def test_with_reservations_the_big_gang_starts_soon_after_starvation_seconds() -> None:
     started = simulate(SchedulerConfig(starvation_seconds=300.0))
+    assert started is not None and 300.0 <= started <= 300.0 + RUNS + STEP
+
+
+def test_small_groups_use_the_reserved_room_meanwhile_and_the_big_gang_still_starts() -> None:
+    """The reserved room is lent to the stream while the jobs in its way run, and taken
+    back (they are evicted) once nothing else is in the way: no later than above."""
+    started = simulate(SchedulerConfig(starvation_seconds=300.0), grouped=True)
     assert started is not None and 300.0 <= started <= 300.0 + RUNS + STEP

@@ -10,7 +10,9 @@ cycle: its room is still occupied until the victims are gone. A gang that waited
 `starvation_seconds` gets a reservation where the least running work stands in its way
 (one such reservation at a time), once a group of equal or lower priority was placed
 while it waited; it is renewed past its timeout while that work is all that is in its
-way (`_renewed`).
+way (`_renewed`). Meanwhile its room is lent to the groups of its queue placed after it
+(`Hold.lends_to`), and taken back from them once nothing else is in its way
+(`_take_back`): the room does not stand idle while the work in its way ends.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from phalanx.core.names import GroupKey, NodeName
 from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.placement import GangRequest
 from phalanx.core.preemption.find import Finder, Found, never_fits
-from phalanx.core.preemption.holds import Hold, Holds, Opener
+from phalanx.core.preemption.holds import Hold, Holds, Opener, Placed
 from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
 from phalanx.core.preemption.search import cost_of, work_cost
 from phalanx.core.preemption.units import Unit, build_units, priority_bounds, within_spare
@@ -90,37 +92,54 @@ class Preemptions:
             if held is None or not work.mandatory or work.problem:
                 continue
             nodes = tuple(sorted(position[n] for n in held.nodes if n in position))
+            hold = self._hold_of(work, nodes, held)
             if not held.live(self.now):
-                held = self._renewed(work, held, nodes)
-                if held is None:
+                renewed = self._renewed(work.key, hold)
+                if renewed is None:
                     continue
+                hold = replace(hold, nomination=renewed)
             if nodes:
-                self.holds.add(work.key, Hold(work.priority, nodes, held, work.queue))
-                self.nominations[work.key] = held
+                self.holds.add(work.key, hold)
+                self.nominations[work.key] = hold.nomination
 
-    def _renewed(
-        self, work: GroupWork, held: Nomination, nodes: tuple[int, ...]
-    ) -> Nomination | None:
+    def _hold_of(self, work: GroupWork, nodes: tuple[int, ...], held: Nomination) -> Hold:
+        """The group's hold on `nodes`; a reservation of a group that may evict lends
+        its room (`Hold.lends_to`): it can take it back."""
+        lends = self.config.preemption and may_preempt(self.state.index, _class_of(work))
+        return Hold(work.priority, nodes, held, work.queue, work.creation, lends)
+
+    def _renewed(self, holder: GroupKey, hold: Hold) -> Nomination | None:
         """A starvation reservation past its time, renewed in place while everything in
-        its way was there when it was taken: nothing of lower or equal priority lands
-        on held nodes, so that work only ends and the room frees up for sure. Released
-        (for one cycle, then chosen afresh) once a pod started there since (a group of
-        higher priority may use the room): it may no longer free up. Without renewal
-        a 128-GPU gang behind hours-long jobs lost its room every 300 s to small groups
-        and never started in the simulator."""
-        if held.reason != RESERVED or not nodes:
+        its way was there when it was taken, or was lent the room since (and is taken
+        back once nothing else is in the way: `_take_back`): the room frees up for sure.
+        Released (for one cycle, then chosen afresh) once any other pod started there
+        since (a group of higher priority may use the room): it may no longer free up.
+        Without renewal a 128-GPU gang behind hours-long jobs lost its room every 300 s
+        to small groups and never started in the simulator."""
+        held = hold.nomination
+        if held.reason != RESERVED or not hold.nodes:
             return None
-        inside = set(nodes)
-        near = frozenset(self.state.index.nodes[i].name for i in nodes)
+        inside = set(hold.nodes)
+        near = frozenset(self.state.index.nodes[i].name for i in hold.nodes)
         if any(
-            unit.group != work.key
+            unit.group != holder
             and unit.started > held.since
             and not inside.isdisjoint(unit.nodes)
+            and not self._on_loan(unit, holder, hold)
             for unit in build_units(self.state.index, self._priorities, near=near)
         ):
             return None
         timeout = self.config.nomination_timeout_seconds
         return Nomination(held.nodes, RESERVED, held.since, self.now + timeout)
+
+    def _on_loan(self, unit: Unit, holder: GroupKey, hold: Hold) -> bool:
+        """Was the unit, which runs on the reservation's nodes, lent the room (started
+        since it was reserved, by a group the holder lends to)?"""
+        key = unit.group
+        group = self.state.index.groups.get(key) if key is not None else None
+        if key is None or group is None or unit.started <= hold.nomination.since:
+            return False
+        return hold.lends_to(holder, Placed(key, unit.queue, unit.priority, group.creation))
 
     @property
     def finder(self) -> Finder:
@@ -138,7 +157,9 @@ class Preemptions:
 
     def before(self, work: GroupWork) -> None:
         preempts = may_preempt(self.state.index, _class_of(work))
-        self.holds.open_for(Opener(work.key, work.priority, work.queue, preempts))
+        placed = None if work.group is None else Placed(work.key, work.queue, work.priority,
+                                                         work.creation)  # fmt: skip
+        self.holds.open_for(Opener(work.key, work.priority, work.queue, preempts, placed))
 
     def after(self, work: GroupWork, placed: bool) -> None:
         if placed:
@@ -167,6 +188,8 @@ class Preemptions:
         found = None
         if self.config.preemption:
             found = self._preempt(failure, claim)
+            if found is None or not found.units:
+                found = self._take_back(failure) or found
         if found is not None and (found.units or work.key in self.nominations):
             return self._nominate(failure, found, claim, ledger)
         problem = failure.problem  # worked out only now: evictions made no room
@@ -263,6 +286,39 @@ class Preemptions:
         ]
         return total_of(charged(pod, index.node_by_name) for pod in pods)
 
+    def _take_back(self, failure: Failure) -> Found | None:
+        """A gang holding a starvation reservation, once nothing but the groups it lent
+        the room to is in its way (`Hold.lends_to`): evict them and take the room. While
+        other work is still in the way, none is evicted: the loans cost the gang nothing.
+        The search sees only the units on the held nodes (as `_renewed`): building every
+        unit of a busy cluster each cycle the gang waits would cost more than the search."""
+        holder = failure.work.key
+        hold = self.holds.by_group.get(holder)
+        if hold is None or not hold.lends or hold.nomination.reason != RESERVED:
+            return None
+        index, inside = self.state.index, frozenset(hold.nodes)
+        near = frozenset(index.nodes[i].name for i in hold.nodes)
+        taken = {_identity(u) for u in self.units if id(u) in self._taken} if self._taken else set()
+        loans = tuple(
+            u
+            for u in build_units(index, self._priorities, near=near)
+            if _identity(u) not in taken
+            and not inside.isdisjoint(u.nodes)
+            and self._on_loan(u, holder, hold)
+        )
+        if not loans:
+            return None
+        finder = Finder(self.state, lambda: loans, self.finder.bounds)
+        finder.leaving = list(self.finder.leaving)
+        found = finder.find(
+            failure.request, failure.route, lambda _: True, within_spare, work_cost,
+            prefer=inside,
+        )  # fmt: skip
+        if found is None or not found.units:
+            return None
+        chosen = {_identity(u) for u in found.units}
+        return replace(found, units=tuple(u for u in self.units if _identity(u) in chosen))
+
     def _not_evicting(self, failure: Failure) -> Problem:
         """A gang tied to its running pods' nodes, or that no room could hold, keeps its
         reservation, if any; one whose hold expired is released for one cycle: others
@@ -340,8 +396,9 @@ class Preemptions:
         reclaimed from it, was a swap loop in the simulator."""
         work, victims = failure.work, found.units
         for unit in victims:
-            reason = claim.reason(unit) or EvictionReason.PREEMPTED
+            reason = claim.reason(unit)
             message = _eviction_message(work, reason)
+            reason = reason or EvictionReason.PREEMPTED
             self.evictions.extend(
                 Eviction(pod.key, unit.group, reason, work.key, message) for pod in unit.pods
             )
@@ -384,7 +441,7 @@ class Preemptions:
         else:
             timeout = self.config.nomination_timeout_seconds
             nomination = Nomination(names, reason, self.now, self.now + timeout)
-        self.holds.add(work.key, Hold(work.priority, nodes, nomination, work.queue))
+        self.holds.add(work.key, self._hold_of(work, nodes, nomination))
         self.nominations[work.key] = nomination
         return nomination
 
@@ -528,6 +585,11 @@ def _covers(units: Sequence[Unit], excess: Mapping[str, int]) -> bool:
     return all(sum(u.requests.get(r, 0) for u in units) >= a for r, a in excess.items())
 
 
+def _identity(unit: Unit) -> tuple[str, bool]:
+    """What tells a unit apart across two builds of the units (`_take_back`)."""
+    return unit.key, unit.whole
+
+
 def _class_of(work: GroupWork) -> str | None:
     if work.group is not None and work.group.priority_class_name:
         return work.group.priority_class_name
@@ -547,7 +609,10 @@ def _victims(units: Sequence[Unit]) -> str:
     return f"{pods} {pod_word} of {len(groups)} {noun} ({named}; priority <= {top})"
 
 
-def _eviction_message(work: GroupWork, reason: EvictionReason) -> str:
+def _eviction_message(work: GroupWork, reason: EvictionReason | None) -> str:
+    """`reason` None: the unit was lent the room reserved for the gang (`_take_back`)."""
+    if reason is None:
+        return f"the room reserved for {work.key}, lent to it while it waited, is taken back"
     if reason is EvictionReason.RECLAIMED:
         return f"reclaimed for {work.key} by queue {work.queue}, which is below its guarantee"
     return f"preempted by {work.key} (priority {work.priority}) in queue {work.queue}"
