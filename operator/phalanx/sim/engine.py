@@ -14,6 +14,7 @@ The run stops when no event is left or at the horizon.
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -194,6 +195,14 @@ class _Run:
         self.cycle_queued = True
 
     def _cycle(self) -> None:
+        """The policy's cycle, with every object alive before it moved out of the cyclic
+        garbage collector's reach (`gc.freeze`). The simulation makes no reference
+        cycles (a `gc.collect()` between cycles found nothing to free in any cycle of
+        the Alibaba trace's seed 1), so the collector's full passes over its heap (the
+        trace, the jobs, the policy's cached pods) only cost time, and they fell into
+        whichever cycle happened to allocate the object that triggered them: 0.1-0.3 s
+        of CPU in a third of the Alibaba cycles, the slowest ones. Without cycles,
+        reference counting frees all that garbage as before."""
         if not self.pending:
             return
         view = SchedulingView(
@@ -203,6 +212,7 @@ class _Run:
             pending=tuple(self.pending.values()),
             running=tuple(self.running.values()),
         )
+        gc.freeze()  # see `_cycle`'s docstring
         outcome = self.policy.schedule(view)
         self._evict(outcome.evictions)
         for placement in outcome.placements:
