@@ -4,7 +4,8 @@
 
 Runs one simulation of a workload of bench/workloads/ under a gang policy (the core) and
 reads every cycle's `CycleResult`:
-- evictions by reason, and those whose preemptor did not start at that instant although
+- evictions by reason (a starvation reservation taking back the room it lent apart), and
+  those whose preemptor did not start at that instant although
   its victims were gone at once (wasted), unless a group of its queue and of higher
   priority, which may take the room, started then;
 - the waiting time of the highest-priority jobs, by what their decision said while they
@@ -27,6 +28,7 @@ import yaml
 
 from phalanx.core.cycle import run_cycle
 from phalanx.core.nomination import RESERVED
+from phalanx.core.preemption.cycle import TAKEN_BACK
 from phalanx.core.result import CycleResult
 from phalanx.sim.engine import SimConfig, simulate
 from phalanx.sim.jobrun import JobRun
@@ -68,7 +70,10 @@ class Recorder:
         victims: dict[tuple[str, str], set[str]] = defaultdict(set)
         for eviction in result.evictions:
             victim = _job(eviction.group) if eviction.group else str(eviction.pod)
-            victims[(_job(eviction.preemptor), str(eviction.reason))].add(victim)
+            reason = str(eviction.reason)
+            if TAKEN_BACK in eviction.message:
+                reason += " (reserved room taken back)"
+            victims[(_job(eviction.preemptor), reason)].add(victim)
         for (preemptor, reason), jobs in victims.items():
             self.evictions.append((now, preemptor, reason, tuple(sorted(jobs))))
         for decision in result.groups:

@@ -558,6 +558,8 @@ class Preemptions:
 
 
 _EXPIRED = "; the room held for it was released: it did not free up in time"
+TAKEN_BACK = "lent to it while it waited, is taken back"
+"""In the message of an eviction by `_take_back` (bench.sim_trace counts them)."""
 _NO_PROBLEM = Problem(StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, "")
 
 
@@ -612,7 +614,7 @@ def _victims(units: Sequence[Unit]) -> str:
 def _eviction_message(work: GroupWork, reason: EvictionReason | None) -> str:
     """`reason` None: the unit was lent the room reserved for the gang (`_take_back`)."""
     if reason is None:
-        return f"the room reserved for {work.key}, lent to it while it waited, is taken back"
+        return f"the room reserved for {work.key}, {TAKEN_BACK}"
     if reason is EvictionReason.RECLAIMED:
         return f"reclaimed for {work.key} by queue {work.queue}, which is below its guarantee"
     return f"preempted by {work.key} (priority {work.priority}) in queue {work.queue}"
