@@ -12,10 +12,11 @@ depends on how the room came to be free:
   work in its way runs, to the groups of its queue placed after its holder (lower
   priority, or equal and newer: Kueue's LowerOrNewerEqualPriority), if the holder may
   evict at all: once nothing else is in its way, the holder takes the room back by
-  evicting them (`Preemptions._take_back`), so the gang starts no later than if the
-  room had stood idle. Kept closed, the room stood idle until the last of the work in
-  its way ended: in the simulator (small-synthetic, gangs up to half the cluster) that
-  cost more GPU allocation and wait than the reservation won (bench/README).
+  evicting them (`Preemptions._take_back`), so the gang starts later than if the room
+  had stood idle only by the time the evictions take. Kept closed, the room stood idle
+  until the last of the work in its way ended: in the simulator (small-synthetic, gangs
+  up to half the cluster) that cost more GPU allocation and wait than the reservation
+  won (bench/README).
 Groups are placed in order of decreasing priority, so a hold is opened just for the
 group being placed when that group may use it, and closed again afterwards.
 """
