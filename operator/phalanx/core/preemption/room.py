@@ -10,6 +10,7 @@ final choice is checked with `place_gang` itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from copy import copy
 
 from phalanx.core.device_choice import DEVICE
 from phalanx.core.model import PodInfo
@@ -60,6 +61,16 @@ class DomainRoom:
 
     def fits(self) -> bool:
         return all(total >= count for total, count in zip(self.totals, self.needs, strict=True))
+
+    def copy(self) -> DomainRoom:
+        """A room as this one is now, taken from and given back to apart from it."""
+        twin = copy(self)
+        twin.totals = list(self.totals)
+        twin.freed = {node: list(freed) for node, freed in self.freed.items()}
+        twin.freed_pods = dict(self.freed_pods)
+        twin.rooms = dict(self.rooms)  # each node's list is replaced, never changed
+        twin.touched = dict(self.touched)
+        return twin
 
     def take(self, pods: Iterable[tuple[PodInfo, int]]) -> None:
         self._apply(self._vector_of(pods), 1)
