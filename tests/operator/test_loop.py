@@ -97,3 +97,73 @@ async def test_nothing_runs_before_the_cache_is_ready():
     await clock.advance(0.05)
     task.cancel()
     assert calls
+
+
+class Writes:
+    """Writes in flight as the binder counts them: `room()` returns once they are drained."""
+
+    def __init__(self, in_flight: int, high_water: int) -> None:
+        self.in_flight = in_flight
+        self.high_water = high_water
+        self.drained = asyncio.Event()
+
+    async def room(self) -> None:
+        await self.drained.wait()
+
+    def crowded(self) -> bool:
+        return self.in_flight > self.high_water
+
+    def drain(self) -> None:
+        self.in_flight = 0
+        self.drained.set()
+
+
+def draining_loop(clock: ManualClock, cycles: list[float], writes: Writes,
+                  cycle_seconds: float = 0.0) -> SchedulingLoop:
+    return SchedulingLoop(counting(cycles, clock, lambda: clock.sleep(cycle_seconds)),
+                          debounce=0.1, max_delay=0.5, period=60, room=writes.room,
+                          crowded=writes.crowded, clock=clock)
+
+
+async def test_while_writes_drain_a_change_waits_for_them_but_an_arrival_does_not():
+    clock, cycles, writes = ManualClock(), [], Writes(in_flight=500, high_water=1000)
+    loop = draining_loop(clock, cycles, writes)
+    task = start(loop)
+    loop.poke()  # e.g. a pod bound: nothing new to decide
+    await clock.advance(5)
+    assert cycles == []
+    loop.arrive()  # a gang submitted: decided now, queued behind the writes
+    await clock.advance(0.2)
+    assert cycles == [5.0]
+    loop.poke()
+    await clock.advance(5)
+    assert cycles == [5.0]
+    writes.drain()
+    await clock.advance(0.2)
+    task.cancel()
+    assert len(cycles) == 2
+
+
+async def test_arrivals_leave_at_least_a_cycle_s_length_between_cycles():
+    clock, cycles, writes = ManualClock(), [], Writes(in_flight=500, high_water=1000)
+    loop = draining_loop(clock, cycles, writes, cycle_seconds=2.0)
+    task = start(loop)
+    loop.arrive()
+    await clock.advance(0.5)  # the first cycle starts at 0.1 and runs until 2.1
+    loop.arrive()
+    await clock.advance(10)
+    task.cancel()
+    assert cycles[:2] == [0.1, 4.1]  # 2.1 + its 2.0 s: cycles take at most half the time
+
+
+async def test_arrivals_wait_for_the_writes_when_they_are_crowded():
+    clock, cycles, writes = ManualClock(), [], Writes(in_flight=5000, high_water=1000)
+    loop = draining_loop(clock, cycles, writes)
+    task = start(loop)
+    loop.arrive()
+    await clock.advance(5)
+    assert cycles == []
+    writes.drain()
+    await clock.advance(0.1)
+    task.cancel()
+    assert cycles == [5.0]

@@ -102,6 +102,19 @@ def test_events_add_change_and_delete_pods_and_poke_the_loop():
     assert watch.listed.is_set()
 
 
+def test_added_and_deleted_objects_are_arrivals_and_changes_are_not():
+    """The loop decides arrivals while earlier writes drain; a binding or a status
+    change (MODIFIED) waits for the writes (see `SchedulingLoop`)."""
+    changes, arrivals = Pokes(), Pokes()
+    watch = RawWatch(FakeSource([], []), changes, on_arrival=arrivals)
+    watch.replace(listing("10", pod("a", "9")))
+    watch.apply(line("ADDED", pod("b", "11")))
+    watch.apply(line("MODIFIED", pod("a", "12", node="n1")))
+    watch.apply(line("DELETED", pod("b", "13")))
+    watch.apply(line("BOOKMARK", {"metadata": {"resourceVersion": "20"}}))
+    assert (changes.count, arrivals.count) == (2, 2)  # the list and one change; two arrivals
+
+
 def test_listed_pods_carry_their_kind():
     watch = RawWatch(FakeSource([], []), Pokes())
     watch.replace(listing("1", pod("a", "1")))

@@ -73,6 +73,7 @@ class GangBinder:
         self.requests = 0
         self.in_flight = 0  # pods assumed whose write is not answered yet
         self.low_water = 2 * concurrency
+        self.high_water = 8 * concurrency
         self._room = asyncio.Event()
         self._room.set()
         self._on_reply: list[Callable[[], None]] = []
@@ -87,6 +88,12 @@ class GangBinder:
         a long queue of writes drains only lengthens the queue and takes CPU from it;
         deciding when it runs low keeps the API server busy without a backlog."""
         await self._room.wait()
+
+    def crowded(self) -> bool:
+        """So many pods wait for their writes (about ten seconds of bindings at bench-5000's
+        rate) that a gang decided now would wait for them anyway: new arrivals then wait
+        for `room()` as well (see `SchedulingLoop`)."""
+        return self.in_flight > self.high_water
 
     def _track(self, pods: int) -> None:
         self.in_flight += pods

@@ -79,14 +79,17 @@ class Operator:
             max_delay=self.settings.max_delay_seconds,
             period=self.settings.cycle_period_seconds,
             room=self.scheduler.writes.binder.room,
+            crowded=self.scheduler.writes.binder.crowded,
         )
-        self.pod_watch = RawWatch(ApiListWatch(self.api_client), self.loop.poke)
+        self.pod_watch = RawWatch(ApiListWatch(self.api_client), self.loop.poke,
+                                  on_arrival=self.loop.arrive)
         self.group_watch = RawWatch(
             ApiListWatch(self.api_client, path=group_path("podgroups")), self.loop.poke,
-            api_version=GROUP_VERSION, kind="PodGroup",
+            api_version=GROUP_VERSION, kind="PodGroup", on_arrival=self.loop.arrive,
         )
         self.node_watch = RawWatch(
-            ApiListWatch(self.api_client, path="/api/v1/nodes"), self.loop.poke, kind="Node"
+            ApiListWatch(self.api_client, path="/api/v1/nodes"), self.loop.poke, kind="Node",
+            on_arrival=self.loop.arrive,
         )
         for kind, watch in ((Kind.POD, self.pod_watch), (Kind.POD_GROUP, self.group_watch),
                             (Kind.NODE, self.node_watch)):
@@ -158,7 +161,8 @@ class Operator:
         """Start the watch of a kind discovery found (Kubernetes' PodGroups, or a workload
         kind: its store joins the merged workload store)."""
         source = ApiListWatch(self.api_client, path=api_path(kind.group_version, kind.plural))
-        watch = RawWatch(source, self.loop.poke, api_version=kind.group_version, kind=kind.kind)
+        watch = RawWatch(source, self.loop.poke, api_version=kind.group_version, kind=kind.kind,
+                         on_arrival=self.loop.arrive)
         self.optional_watches.append(watch)
         if kind == UPSTREAM_POD_GROUPS:
             self.stores[Kind.UPSTREAM_POD_GROUP] = watch.store

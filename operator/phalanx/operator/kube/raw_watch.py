@@ -71,12 +71,15 @@ class RawWatch:
         api_version: str = "v1",
         kind: str = "Pod",
         clock: Clock | None = None,
+        on_arrival: Callable[[], None] | None = None,
     ) -> None:
         self.api_version = api_version
         self._clock = clock or MonotonicClock()  # waits between failed watches
         self.kind = kind
         self.source = source
         self.on_change = on_change
+        # An object added or deleted (new work, or capacity freed); else `on_change`.
+        self.on_arrival = on_arrival or on_change
         self.store: dict[Hashable, tuple[Body]] = {}
         # Given each listed page's bodies (slimmed, as they will be stored) as it arrives,
         # while the API server builds the next page: the cache parses them there.
@@ -176,8 +179,10 @@ class RawWatch:
             return
         if version:
             self.resource_version = str(version)
-        if kind != "BOOKMARK":
+        if kind == "MODIFIED":
             self.on_change()
+        elif kind != "BOOKMARK":
+            self.on_arrival()
 
 
 class ApiListWatch:
