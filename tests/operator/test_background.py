@@ -83,6 +83,29 @@ async def test_status_writes_of_one_object_run_one_at_a_time_and_the_newest_wins
     assert "queue" in done
 
 
+async def test_a_plan_goes_before_every_status_write_waiting_for_a_slot():
+    """A gang's bindings wait for its plan's write: it must not queue behind others."""
+    writes = BackgroundWrites(concurrency=1)
+    gate = asyncio.Event()
+    started: list[str] = []
+
+    def job(label: str) -> Any:
+        async def run() -> None:
+            started.append(label)
+            await gate.wait()
+        return run
+
+    writes.offer("podgroups/ns/busy", job("in flight"))
+    await turns()
+    for name in ("a", "b", "c"):
+        writes.offer(f"podgroups/ns/{name}", job(f"status {name}"))
+    writes.offer("podgroups/ns/gang", job("plan"), keep=True)
+    await turns()
+    gate.set()
+    assert await writes.settle(timeout=5)
+    assert started == ["in flight", "plan", "status a", "status b", "status c"]
+
+
 async def test_a_failing_write_is_counted_and_does_not_stop_the_next_one():
     writes = BackgroundWrites(concurrency=1)
     done: list[str] = []

@@ -148,18 +148,24 @@ class Writes:
         recorded: asyncio.Future[bool] | None = None,
     ) -> None:
         """Patch the object's status in the background after posting `events`; a write with
-        `recorded` (a plan others wait for) is never replaced by a newer one, and says
-        through it whether it landed."""
+        `recorded` (a plan others wait for) is never replaced by a newer one, goes before
+        other waiting writes, says through it whether it landed, and posts its Events
+        after."""
         ref = status_ref(plural, body)
         self._offered[ref] = desired
         self._unposted.setdefault(ref, []).extend(events)
 
         async def write() -> None:
-            for event in self._unposted.pop(ref, []):
-                await self.events.post(event, self._clock())
+            unposted = self._unposted.pop(ref, [])
+            if recorded is None:
+                for event in unposted:
+                    await self.events.post(event, self._clock())
             ok = await self._patch_status(ref, plural, body, desired)
-            if recorded is not None and not recorded.done():
-                recorded.set_result(ok)
+            if recorded is not None:
+                if not recorded.done():
+                    recorded.set_result(ok)  # the gang's bindings wait for this, not Events
+                for event in unposted:
+                    await self.events.post(event, self._clock())
 
         self.background.offer(ref, write, keep=recorded is not None)
 
