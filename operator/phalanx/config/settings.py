@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     debounce_seconds: float = Field(default=0.2, ge=0)  # quiet time after a change
     max_delay_seconds: float = Field(default=1.0, gt=0)  # a busy stream still gets cycles
     cycle_period_seconds: float = Field(default=5.0, gt=0)  # a cycle at least this often
-    binding_concurrency: int = Field(default=128, ge=1, le=1024)  # bindings in flight, all gangs
+    binding_concurrency: int = Field(default=384, ge=1, le=1024)  # bindings in flight, all gangs
     assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
     partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
     discovery_period_seconds: float = Field(default=30.0, gt=0)  # CRDs installed later
