@@ -264,9 +264,7 @@ def test_nothing_of_lower_priority_lands_on_held_nodes_until_the_hold_expires() 
 
 
 def test_a_starving_gang_gets_a_reservation_that_small_groups_must_avoid() -> None:
-    nodes = [node("n0"), node("n1")]
-    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
-            for i, g in enumerate((4, 1))]  # fmt: skip  (placed while big waited)
+    nodes, busy = two_nodes_partly_busy()
     big = waiting_gang("big", 1, priority="low", creation=0.0)
     small = [pod("small-0", gpus=4, group="small"), group("small", 1, creation=1000.0)]
     result = run(nodes, busy, big, small, now=400.0)
@@ -459,14 +457,21 @@ def test_freed_room_goes_first_to_a_queue_that_stays_within_its_guarantee() -> N
     assert {e.reason for e in result.evictions} == {"Preempted"}
 
 
+def two_nodes_partly_busy() -> tuple[list[NodeInfo], list[PodInfo]]:
+    """n0 with 4 of its GPUs used and n1 with 1, by pods that started at t=50 (placed
+    while a big gang waited): the reservation tests' cluster."""
+    nodes = [node("n0"), node("n1")]
+    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
+            for i, g in enumerate((4, 1))]  # fmt: skip
+    return nodes, busy
+
+
 def reserved(since: float, expires: float) -> Nomination:
     return Nomination((NodeName("n1"),), "Reserved", since, expires)
 
 
 def test_a_starvation_reservation_is_renewed_while_only_older_work_is_in_its_way() -> None:
-    nodes = [node("n0"), node("n1")]
-    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
-            for i, g in enumerate((4, 1))]  # fmt: skip
+    nodes, busy = two_nodes_partly_busy()
     big = waiting_gang("big", 1, priority="low", creation=0.0, nomination=reserved(300, 600))
     small = [pod("small-0", gpus=6, group="small"), group("small", 1, creation=1000.0)]
     result = run(nodes, busy, big, small, now=700.0)
@@ -491,9 +496,7 @@ def test_a_reservation_lends_its_idle_room_to_newer_groups_of_its_queue_and_take
     """n1 is reserved for `big` (8 GPUs) while a 1-GPU job of before runs there: a newer
     6-GPU group is placed on n1 meanwhile, and evicted for `big` once that job ended.
     Kept closed, n1's 7 free GPUs stood idle as long as the older job ran."""
-    nodes = [node("n0"), node("n1")]
-    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
-            for i, g in enumerate((4, 1))]  # fmt: skip
+    nodes, busy = two_nodes_partly_busy()
     big = waiting_gang("big", 1, priority="low", creation=0.0, nomination=reserved(300, 900))
     small = [pod("small-0", gpus=6, group="small"), group("small", 1, creation=200.0)]
     lent = run(nodes, busy, big, small, now=700.0)
@@ -519,9 +522,7 @@ def test_a_reservation_lends_its_idle_room_to_newer_groups_of_its_queue_and_take
 
 
 def test_a_gang_that_may_not_preempt_lends_no_reserved_room() -> None:
-    nodes = [node("n0"), node("n1")]
-    busy = [pod(f"busy-{i}", gpus=g, node_name=f"n{i}", started_at=50.0)
-            for i, g in enumerate((4, 1))]  # fmt: skip
+    nodes, busy = two_nodes_partly_busy()
     big = waiting_gang("big", 1, priority="polite", creation=0.0,
                        nomination=reserved(300, 900))  # fmt: skip
     small = [pod("small-0", gpus=6, group="small"),

@@ -158,16 +158,18 @@ class Writes:
         async def write() -> None:
             unposted = self._unposted.pop(ref, [])
             if recorded is None:
-                for event in unposted:
-                    await self.events.post(event, self._clock())
+                await self._post(unposted)
             ok = await self._patch_status(ref, plural, body, desired)
             if recorded is not None:
                 if not recorded.done():
                     recorded.set_result(ok)  # the gang's bindings wait for this, not Events
-                for event in unposted:
-                    await self.events.post(event, self._clock())
+                await self._post(unposted)
 
         self.background.offer(ref, write, keep=recorded is not None)
+
+    async def _post(self, events: Sequence[Event]) -> None:
+        for event in events:
+            await self.events.post(event, self._clock())
 
     async def _patch_status(
         self, ref: str, plural: str, body: Body, desired: Mapping[str, Any]
@@ -199,8 +201,7 @@ class Writes:
         ref = f"pods/{namespace}/{name}/status"
 
         async def write() -> None:
-            for event in events:
-                await self.events.post(event, self._clock())
+            await self._post(events)
             reply = await self._api.request(
                 "PATCH", pod_path(namespace, name, "status"),
                 {"status": {"conditions": [condition]}}, STRATEGIC_PATCH)
