@@ -63,6 +63,7 @@ class Finder:
         self._by_domain: dict[tuple[str | None, int], dict[int, list[Unit]]] = {}
         self._inside: dict[tuple[str | None, int], frozenset[int]] = {}
         self._vectors: dict[tuple[str, ...], dict[int, Vector]] = {}
+        self._kinds: dict[tuple[str | None, int, int, bool, str | None], list[Unit]] = {}
 
     @cached_property
     def units(self) -> tuple[Unit, ...]:
@@ -130,17 +131,15 @@ class Finder:
         for domain in domains:
             if any(room[domain] < n for room, (_, n) in zip(rooms, request.demand, strict=True)):
                 continue
-            units = [u for u in by_domain.get(domain, ()) if u.whole == whole and eligible(u)]
-            if own is not None:
-                units.sort(key=lambda u: u.queue == own)  # stable: cheapest first within
+            units = self._candidates(by_domain, topology, level, domain, whole, own)
             inside = self._nodes_inside(topology, domain)
             leaving = [(p, n) for p, n in self.leaving if n in inside]
-            if not units and not leaving:
+            if not leaving and next(filter(eligible, units), None) is None:
                 continue
             vectors = self._vectors.setdefault(resource_names(request.demand), {})
             room = DomainRoom(state, request.demand, topology, domain, inside, vectors)
             room.take(leaving)
-            chosen = choose(room, units, allowed, cost)
+            chosen = choose(room, units, eligible, allowed, cost)
             if chosen is not None:
                 options.append((cost(chosen), inside, domain, chosen))
         return options
@@ -165,6 +164,27 @@ class Finder:
             return None
         nodes = tuple(sorted({node for _, node in placed.assignments}))
         return Found(chosen, nodes, domain, level, len(leaving))
+
+    def _candidates(
+        self,
+        by_domain: dict[int, list[Unit]],
+        topology: str | None,
+        level: int,
+        domain: int,
+        whole: bool,
+        own: str | None,
+    ) -> list[Unit]:
+        """The domain's units of one kind (whole or elastic), cheapest first, those of
+        queue `own` last; the same for every search of the cycle, so kept (eligibility,
+        which differs per gang, is asked by `choose` of the units it reaches)."""
+        key = (topology, level, domain, whole, own)
+        units = self._kinds.get(key)
+        if units is None:
+            units = [u for u in by_domain.get(domain, ()) if u.whole == whole]
+            if own is not None:
+                units.sort(key=lambda u: u.queue == own)  # stable: cheapest first within
+            self._kinds[key] = units
+        return units
 
     def _units_by_domain(self, topology: str | None, level: int) -> dict[int, list[Unit]]:
         key = (topology, level)

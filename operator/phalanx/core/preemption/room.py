@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from copy import copy
+from operator import ge
 
 from phalanx.core.device_choice import DEVICE
 from phalanx.core.model import PodInfo
@@ -60,7 +61,8 @@ class DomainRoom:
         self.vectors: dict[int, Vector] = {} if vectors is None else vectors
 
     def fits(self) -> bool:
-        return all(total >= count for total, count in zip(self.totals, self.needs, strict=True))
+        """Asked after every unit a search takes: compared in C, not by a generator."""
+        return all(map(ge, self.totals, self.needs))
 
     def copy(self) -> DomainRoom:
         """A room as this one is now, taken from and given back to apart from it."""
@@ -77,6 +79,9 @@ class DomainRoom:
 
     def give_back(self, pods: Iterable[tuple[PodInfo, int]]) -> None:
         self._apply(self._vector_of(pods), -1)
+
+    def take_unit(self, unit: Unit) -> None:
+        self._apply(self._unit_vector(unit), 1)
 
     def take_units(self, units: Iterable[Unit]) -> None:
         for unit in units:

@@ -22,7 +22,8 @@ pruned, most expensive unit first, to a set from which no unit can be dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 
 from phalanx.core.preemption.room import DomainRoom
 from phalanx.core.preemption.units import Unit
@@ -56,37 +57,52 @@ def work_cost(units: Sequence[Unit]) -> Cost:
 
 def choose(
     room: DomainRoom,
-    units: Sequence[Unit],
+    candidates: Sequence[Unit],
+    eligible: Callable[[Unit], bool],
     allowed: Allowed,
     cost: Callable[[Sequence[Unit]], Cost] = cost_of,
 ) -> tuple[Unit, ...] | None:
-    """The cheapest set of `units` (given cheapest first) after which the gang fits in
-    the room, or None. The room is used up (made for one call)."""
+    """The cheapest set of the `eligible` `candidates` (given cheapest first) after which
+    the gang fits in the room, or None. The room is used up (made for one call).
+    Eligibility is asked only of the units the search reaches: a starving gang's
+    searches in the Alibaba simulation offered ~8,000 units and walked ~1,300 of them,
+    and filtering them all first was a third of the search."""
     if room.fits():
         return ()
-    if len(units) <= EXACT_UNITS:
-        return _cheapest(room, list(units), allowed, cost)
+    head = list(islice(filter(eligible, candidates), EXACT_UNITS + 1))
+    if len(head) <= EXACT_UNITS:
+        return _cheapest(room, head, allowed, cost)
     start = room.copy()
-    chosen: list[Unit] = []
-    for unit in units:
-        if not allowed([*chosen, unit]):
-            continue
-        room.take_units((unit,))
-        chosen.append(unit)
-        if room.fits():
-            break
-    else:
+    chosen = _walk(room, filter(eligible, candidates), allowed)
+    if chosen is None:
         return None
     ceiling = cost([chosen[-1]])[:2]
-    pool = _pool(units, ceiling, cost)
+    pool = _pool(filter(eligible, candidates), ceiling, cost)
     if pool is not None:
         room.give_units(chosen)
         return _cheapest(room, pool, allowed, cost)
     return tuple(_prune(room, start, chosen))
 
 
+def _walk(room: DomainRoom, units: Iterable[Unit], allowed: Allowed) -> list[Unit] | None:
+    """Take allowed units, cheapest first, until the gang fits (None: it never does).
+    `allowed` is asked of the chosen list with the unit appended, not of a copy (a
+    copy per unit was quadratic in the ~1,300 units a starving gang's search takes)."""
+    chosen: list[Unit] = []
+    take, fits = room.take_unit, room.fits
+    for unit in units:
+        chosen.append(unit)
+        if not allowed(chosen):
+            chosen.pop()
+            continue
+        take(unit)
+        if fits():
+            return chosen
+    return None
+
+
 def _pool(
-    units: Sequence[Unit], ceiling: tuple[int, ...], cost: Callable[[Sequence[Unit]], Cost]
+    units: Iterable[Unit], ceiling: tuple[int, ...], cost: Callable[[Sequence[Unit]], Cost]
 ) -> list[Unit] | None:
     """The units at or below the ceiling (own queue, then priority), if few enough to
     try every subset."""
