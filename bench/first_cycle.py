@@ -9,9 +9,10 @@ Nodes, the `default` NetworkTopology and Queue, 1,700 PodGroups, 20,870 pending 
 API that answers every request at once (no cluster: the shell's own cost, not the API
 server's). Printed, in CPU and wall seconds: the parsing the operator does while its
 LISTs arrive (Pods, PodGroups and Nodes, page by page; `--no-warm` leaves it to the
-cycle, as before), then from the cycle's start the snapshot, the core's `run_cycle`, the
-rest of the cycle (assuming the gangs, composing the statuses), and when the first
-PodGroup status and the first binding were sent. With `--profile`, a cProfile summary of
+cycle, as before), then from the cycle's start the snapshot (parsing and assembling, in
+worker threads), the core's `run_cycle`, the rest of the cycle (assuming the gangs,
+composing the statuses), and when the first PodGroup status and the first binding were
+sent. With `--profile`, a cProfile summary of
 the cycle.
 """
 
@@ -90,7 +91,10 @@ def objects_of(workload: Path, nodes: int | None) -> list[dict[str, Any]]:
 async def first_cycle(cache: ClusterCache, profile: cProfile.Profile | None,
                       say: Callable[[str], None]) -> None:
     phases = Phases()
-    scheduler_module.take_snapshot = phases.wrap("snapshot", scheduler_module.take_snapshot)
+    scheduler_module.parse_view = phases.wrap("snapshot: parsing (thread)",
+                                              scheduler_module.parse_view)
+    scheduler_module.assemble = phases.wrap("snapshot: assembling (thread)",
+                                            scheduler_module.assemble)
     scheduler_module.run_cycle = phases.wrap("run_cycle (the core)", scheduler_module.run_cycle)
     started = time.perf_counter()
     api = AnsweringApi(started)

@@ -217,28 +217,18 @@ def queue_status_sent(api: Sequenced) -> int | None:
                  if what == "sent" and "/queues/default/status" in path), None)
 
 
-async def test_the_queue_status_waits_for_the_first_binding_answered_not_the_bindings():
-    api = Sequenced(held=False)
+async def test_the_queue_status_counts_the_cycles_bindings_before_any_is_answered():
+    api = Sequenced(held=True)  # the API server answers nothing yet
     scheduler = gang_of_two_scheduler(api)
     await scheduler.cycle()
-    await scheduler.settle(timeout=5)
-    sent = queue_status_sent(api)
-    first_bound = api.sequence.index(next(
-        e for e in api.sequence if e[0] == "answered" and e[1].endswith("/binding")))
-    assert sent is not None and sent > first_bound
-
-
-async def test_with_no_binding_answered_the_next_cycle_writes_the_queue_status_first():
-    api = Sequenced(held=True)
-    scheduler = gang_of_two_scheduler(api)
-    await scheduler.cycle()
-    await turns()
-    assert queue_status_sent(api) is None  # the plan's status is held: nothing bound yet
-    await scheduler.cycle()
+    await scheduler.capacity_reported()
     await turns()
     assert queue_status_sent(api) is not None
+    assert not any(what == "answered" for what, _ in api.sequence)
     api.release.set()
     assert await scheduler.settle(timeout=5)
+    status = next(b["status"] for m, p, b in api.calls if p.endswith("/queues/default/status"))
+    assert status["allocated"]["nvidia.com/gpu"] == "16"  # the two pods of 8 GPUs
 
 
 async def test_a_cycle_that_places_nothing_reports_the_queue_at_once():
@@ -247,6 +237,7 @@ async def test_a_cycle_that_places_nothing_reports_the_queue_at_once():
     scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)
     result = await scheduler.cycle()
+    await scheduler.capacity_reported()
     await turns()
     assert result.bindings == () and queue_status_sent(api) is not None
     api.release.set()

@@ -12,7 +12,7 @@ from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.parse.objects import PARSERS
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import ClusterCache, Kind, object_key
-from phalanx.operator.cache_snapshot import Unseen, take_snapshot
+from phalanx.operator.cache_snapshot import Unseen, parse_view, take_snapshot
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.nominations import NominationBook
 
@@ -159,3 +159,15 @@ def test_objects_parsed_as_listed_are_not_parsed_again_by_the_first_snapshot() -
     shown = watched.snapshot()
     assert watched.parses == []
     assert shown.pods == snapshot_from_objects(listed).pods
+
+
+def test_a_view_is_parsed_as_the_stores_were_when_it_was_taken():
+    store: dict[str, list[dict[str, Any]]] = {"ns/a": [pod("a", "1")]}
+    cache = ClusterCache({Kind.POD: store})
+    view = cache.view()  # what a worker thread parses while the watches go on
+    store["ns/b"] = [pod("b", "2")]
+    store["ns/a"] = [pod("a", "3", node="n1")]
+    seen = [(p.name, p.node_name) for _, p in parse_view(cache, view)[Kind.POD]]
+    assert seen == [("a", None)]
+    assert sorted((p.name, p.node_name) for _, p in cache.parsed(Kind.POD)) == [
+        ("a", "n1"), ("b", None)]

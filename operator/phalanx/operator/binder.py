@@ -76,12 +76,6 @@ class GangBinder:
         self.high_water = 8 * concurrency
         self._room = asyncio.Event()
         self._room.set()
-        self._on_reply: list[Callable[[], None]] = []
-
-    def after_next_reply(self, callback: Callable[[], None]) -> None:
-        """Call `callback` soon after the next reply to a pod's write (it then runs on its
-        own, not inside the gang's writes)."""
-        self._on_reply.append(callback)
 
     async def room(self) -> None:
         """Return once at most `low_water` pods wait for their write. Deciding more while
@@ -182,9 +176,6 @@ class GangBinder:
             reply = await self._write_pod(pod_key, node, pod, devices)
         finally:
             self._track(-1)
-            callbacks, self._on_reply = self._on_reply, []
-            for callback in callbacks:
-                asyncio.get_running_loop().call_soon(callback)
         if reply.ok:
             self._assumed.written(pod_key, self._clock())
         return reply

@@ -50,6 +50,7 @@ def slim(body: Body) -> dict[str, Any]:
     return {**{k: v for k, v in body.items() if k != "metadata"}, "metadata": meta}
 
 
+View = Mapping[Kind, Mapping[Hashable, Sequence[Body]]]  # the stores at one moment
 Parsed = object  # the core type (NodeInfo, PodInfo, ...), an InvalidObject, or None
 Entry = tuple[Body, Parsed]
 
@@ -143,6 +144,20 @@ class ClusterCache:
         """Every object of `kind` with its core type (or InvalidObject; None for a kind
         the core does not read), parsing only objects changed since the last call."""
         return self._parsed.read(kind, self._stores.get(kind, {}))
+
+    def view(self) -> View:
+        """The stores' bodies as they are now: lists of references, cheap to copy, which a
+        worker thread can parse (`parsed_in`) while the watches go on changing the live
+        stores (iterating a live store from a thread could meet it changing size)."""
+        return {kind: {key: list(store[key]) for key in list(store)}
+                for kind, store in self._stores.items()}
+
+    def parsed_in(self, view: View, kind: Kind) -> list[Entry]:
+        """`parsed`, over a view. Safe in a worker thread while the event loop runs: the
+        parsed forms are only read and replaced per kind (a LIST's `warm` meanwhile may
+        have its entries dropped, which costs a parse again, nothing else); one reader at
+        a time, the scheduling loop's."""
+        return self._parsed.read(kind, view.get(kind, {}))
 
     def warm(self, kind: Kind, bodies: Iterable[Body]) -> None:
         """Parse bodies about to be stored under `kind` (a watch's LIST, page by page)."""

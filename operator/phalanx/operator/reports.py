@@ -15,13 +15,12 @@ from typing import Any
 import structlog
 
 from phalanx.core.config import SchedulerConfig
-from phalanx.core.names import GPU
 from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.snapshot import Snapshot
 from phalanx.core.status import Reason
 from phalanx.observe.logging import group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.operator.cache import Body, object_key
+from phalanx.operator.capacity import TopologyFigures
 from phalanx.operator.compose import (
     FAILING,
     degraded_condition,
@@ -37,10 +36,8 @@ from phalanx.operator.events import Event
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS
 from phalanx.operator.plans import PlanBook
 from phalanx.operator.pods import is_gated, pod_key
-from phalanx.operator.topology_status import allocated_by_queue, topology_status
 from phalanx.operator.upstream_status import upstream_report
 from phalanx.operator.writes import Writes
-from phalanx.topology.gaps import level_gaps
 
 log = structlog.get_logger("phalanx.operator")
 
@@ -211,32 +208,34 @@ class Reports:
                         Event(pod, "Warning", Reason.GROUP_NOT_FOUND, decision.message))
 
     def queues(
-        self, snapshot: Snapshot, phases: Sequence[tuple[str, str]], queues: Iterable[Body]
+        self, allocated: Mapping[str, Mapping[str, str]], phases: Sequence[tuple[str, str]],
+        queues: Iterable[Body],
     ) -> None:
-        allocated = allocated_by_queue(snapshot)
+        """Each Queue's status: its groups' phases and what its placed pods hold
+        (`allocated`, by queue)."""
         for queue in list(queues):
             name = object_key(queue)
             desired = queue_status(name, phases, allocated.get(name, {}))
             if self._writes.status_changes("queues", queue, desired):
                 self._writes.status("queues", queue, desired)
 
-    def topologies(self, snapshot: Snapshot, topologies: Iterable[Body], now: float) -> None:
+    def topologies(
+        self, figures: Mapping[str, TopologyFigures], topologies: Iterable[Body], now: float
+    ) -> None:
         """Each NetworkTopology's domain tree, and `Degraded` (with a Warning) while some
         nodes carry no label of one of its levels."""
-        index = snapshot.index
         for topology in list(topologies):
             key = object_key(topology)
-            desired = topology_status(snapshot, key)
-            if desired is None:
+            figure = figures.get(key)
+            if figure is None:
                 continue
-            gaps = level_gaps(index.topologies[key], [n.labels for n in index.nodes
-                                                     if n.allocatable.get(GPU, 0) > 0])
-            desired["conditions"] = [degraded_condition(topology, gaps, now)]
+            desired = {**figure.status,
+                       "conditions": [degraded_condition(topology, figure.gaps, now)]}
             if self._writes.status_changes("networktopologies", topology, desired):
-                events = topology_events(topology, desired, gaps)
+                events = topology_events(topology, desired, figure.gaps)
                 if events:
                     log.warning("network topology degraded", topology=key,
-                                levels=[gap.level for gap in gaps])
+                                levels=[gap.level for gap in figure.gaps])
                 self._writes.status("networktopologies", topology, desired, events)
 
     def forget(self, groups: Mapping[str, Body], upstream: Mapping[str, Body]) -> None:

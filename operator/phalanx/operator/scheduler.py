@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import http
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,15 +28,15 @@ from phalanx.core.node_loss import lost_nodes
 from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.snapshot import Snapshot, with_bindings
-from phalanx.observe.gpu_usage import gpu_usage
+from phalanx.core.snapshot import Snapshot
 from phalanx.observe.logging import cycle_context, group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangWritten
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
-from phalanx.operator.cache_snapshot import Unseen, take_snapshot
+from phalanx.operator.cache_snapshot import Unseen, assemble, parse_view, parsed_objects
+from phalanx.operator.capacity import capacity_after
 from phalanx.operator.compose import (
     binding_failed_event,
     eviction_event,
@@ -100,7 +99,7 @@ class Scheduler:
         self.workload_gangs = WorkloadGangs(self.writes)
         self.backoffs: dict[GroupKey, Backoff] = {}  # the last cycle's, for the next snapshot
         self.partial_since: dict[GroupKey, float] = {}  # the same
-        self._capacity: Callable[[], None] | None = None  # the last cycle's, if not reported
+        self._capacity: asyncio.Future[None] | None = None  # the last cycle's capacity report
         self.cycles = 0
 
     async def cycle(self) -> CycleResult:
@@ -109,30 +108,36 @@ class Scheduler:
             return await self._cycle()
 
     async def settle(self, timeout: float | None = None) -> bool:
-        """Wait for the writes started so far; True if they all ended in time."""
+        """Wait for the last capacity report and the writes started so far; True if they
+        all ended in time."""
+        await self.capacity_reported()
         return await self.writes.settle(timeout)
 
     async def close(self, timeout: float) -> None:
+        await self.capacity_reported()
         await self.writes.close(timeout)
 
     async def _cycle(self) -> CycleResult:
-        self._capacity_now()  # the last cycle's, if its writes did not start it yet
+        await self.capacity_reported()  # the last cycle's: its writes before this cycle's
         now = self.clock()
-        pods = {pod_key(p): p for p in self.cache.objects(Kind.POD)}
+        view = self.cache.view()
+        pods = {pod_key(p): p for bodies in view.get(Kind.POD, {}).values() for p in bodies}
         self.assumed.expire(pods, now)
         self.evicting.expire(pods, now)
         await self._recover_plans(pods)
         pending_groups = self.workload_gangs.sync(self.cache)
-        snapshot = take_snapshot(self.cache, self.assumed, self.settings.mode,
-                                 self.settings.namespaces, self.backoffs,
-                                 pending_groups, Unseen(self.evicting, self.nominations, now),
-                                 self.partial_since)
-        snapshot_seconds = self.clock() - now
-        # The core runs in a worker thread: its snapshot is its own (nothing else reads or
-        # changes it), and meanwhile the event loop keeps answering the writes of earlier
-        # cycles and the watches (the interpreter switches threads every few ms). Run on
-        # the loop, a 1-3 s cycle at bench-5000 stopped every binding for that long.
-        result = await asyncio.to_thread(run_cycle, snapshot, self.core_config, now)
+        # Parsing, assembling and the core run in worker threads: the view and the
+        # snapshot are their own (nothing else reads or changes them), and meanwhile the
+        # event loop keeps answering the writes of earlier cycles and the watches (the
+        # interpreter switches threads every few ms). Run on the loop, a 1-3 s cycle at
+        # bench-5000 stopped every binding for that long. Only the overlay of this
+        # process's own writes is made on the loop, where their books are kept.
+        parsed = await asyncio.to_thread(parse_view, self.cache, view)
+        shown = parsed_objects(parsed, self.cache, self.assumed, self.settings.mode,
+                               self.settings.namespaces, pending_groups,
+                               Unseen(self.evicting, self.nominations, now))
+        snapshot, result, snapshot_seconds = await asyncio.to_thread(
+            self._decide, shown, self.evicting.refused_lately(), now)
         decided = self.clock() - now
         self.backoffs = {d.group: d.backoff for d in result.groups if d.backoff is not None}
         self.partial_since = {d.group: d.partial_since for d in result.groups
@@ -148,11 +153,8 @@ class Scheduler:
         self.reports.waiting_pods(result, {**upstream, **groups},
                                   lambda key: self._pods(snapshot, key, pods), now)
         self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))
-        self._capacity = functools.partial(self._report_capacity, snapshot, result, phases, now)
-        if placing:  # once the writes are under way (see _report_capacity)
-            self.writes.binder.after_next_reply(self._capacity_now)
-        else:
-            self._capacity_now()
+        self._capacity = asyncio.ensure_future(
+            self._report_capacity(snapshot, result, phases, now))
         self.reports.forget(groups, upstream)
         self.cycles += 1
         self._log(result, placing, now, decided, snapshot_seconds)
@@ -160,30 +162,40 @@ class Scheduler:
         self.health.beat()
         return result
 
-    def _report_capacity(
+    def _decide(
+        self, shown: list[object], refused: frozenset[str], now: float,
+    ) -> tuple[Snapshot, CycleResult, float]:
+        """Assemble the snapshot and run the core (in a worker thread): the snapshot, the
+        core's result and the seconds from the cycle's start to the snapshot."""
+        snapshot = assemble(shown, self.backoffs, refused, self.partial_since)
+        snapshot_seconds = self.clock() - now
+        return snapshot, run_cycle(snapshot, self.core_config, now), snapshot_seconds
+
+    async def _report_capacity(
         self, snapshot: Snapshot, result: CycleResult, phases: Sequence[tuple[str, str]],
         now: float,
     ) -> None:
         """What the cluster holds once this cycle's pods are bound: GPU usage, Queue and
-        NetworkTopology status. At bench-5000 this was a third of the first cycle's CPU
-        (the capacity after 20,870 bindings), spent before any write had left; the writes
-        only wait for the groups' statuses (they carry the plans), so this part runs once
-        the first binding of the cycle is answered (the writes are under way and the API
-        server has work), or before the next cycle, whichever comes first."""
-        after = with_bindings(snapshot, result.bindings)  # capacity after this cycle
-        usage = gpu_usage(after)
+        NetworkTopology status. The figures are computed in a worker thread while the
+        loop sends the cycle's writes (see capacity.py); only their writes are offered
+        here."""
+        names = [object_key(t) for t in self.cache.objects(Kind.NETWORK_TOPOLOGY)]
+        capacity = await asyncio.to_thread(capacity_after, snapshot, result.bindings, names)
+        usage = capacity.usage
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
-        self.reports.queues(after, phases, self.cache.objects(Kind.QUEUE))
-        self.reports.topologies(after, self.cache.objects(Kind.NETWORK_TOPOLOGY), now)
+        self.reports.queues(capacity.allocated, phases, self.cache.objects(Kind.QUEUE))
+        self.reports.topologies(capacity.topologies,
+                                self.cache.objects(Kind.NETWORK_TOPOLOGY), now)
 
-    def _capacity_now(self) -> None:
-        """The capacity reports of the last cycle, if not made yet (at most once)."""
+    async def capacity_reported(self) -> None:
+        """Wait for the last cycle's capacity report to be computed and its writes
+        offered, if any; a failed one is logged (a report must not stop the scheduling)."""
         report, self._capacity = self._capacity, None
         if report is None:
             return
         try:
-            report()
-        except Exception:  # a report must not take the writes' callbacks down
+            await report
+        except Exception:
             log.exception("capacity report failed")
 
     # -- placing ---------------------------------------------------------------------------
