@@ -99,6 +99,7 @@ def run_cycle(
         return True
 
     admission = admit(index, works, ledger, place, over)
+    preemptions.close()
     for key, problem in admission.rejected.items():
         outcome = outcomes.setdefault(key, _Outcome())
         outcome.problem = _noted(problem, outcome.note)

@@ -162,9 +162,14 @@ class Preemptions:
         self.holds.open_for(Opener(work.key, work.priority, work.queue, preempts, placed))
 
     def after(self, work: GroupWork, placed: bool) -> None:
+        """The group's hold goes once it is placed; the holds opened for it stay open
+        until the next group's `before` (`Holds.open_for`) or `close`."""
         if placed:
             self.holds.drop(work.key)
             self.nominations.pop(work.key, None)
+
+    def close(self) -> None:
+        """Every hold on again, once the groups are placed."""
         self.holds.close()
 
     def holds_room(self, key: GroupKey) -> bool:

@@ -189,6 +189,8 @@ class Finder:
     def _units_by_domain(self, topology: str | None, level: int) -> dict[int, list[Unit]]:
         key = (topology, level)
         found = self._by_domain.get(key)
+        if found is None and level == ROOT_LEVEL:  # every unit is in the cluster
+            found = self._by_domain[key] = {ROOT: list(self.units)} if self.units else {}
         if found is None:
             tree = self.state.tree(topology)
             found = {}
