@@ -73,7 +73,7 @@ def choose(
     if len(head) <= EXACT_UNITS:
         return _cheapest(room, head, allowed, cost)
     start = room.copy()
-    chosen = _walk(room, filter(eligible, candidates), allowed)
+    chosen = room.take_until_fits(filter(eligible, candidates), allowed)
     if chosen is None:
         return None
     ceiling = cost([chosen[-1]])[:2]
@@ -82,23 +82,6 @@ def choose(
         room.give_units(chosen)
         return _cheapest(room, pool, allowed, cost)
     return tuple(_prune(room, start, chosen))
-
-
-def _walk(room: DomainRoom, units: Iterable[Unit], allowed: Allowed) -> list[Unit] | None:
-    """Take allowed units, cheapest first, until the gang fits (None: it never does).
-    `allowed` is asked of the chosen list with the unit appended, not of a copy (a
-    copy per unit was quadratic in the ~1,300 units a starving gang's search takes)."""
-    chosen: list[Unit] = []
-    take, fits = room.take_unit, room.fits
-    for unit in units:
-        chosen.append(unit)
-        if not allowed(chosen):
-            chosen.pop()
-            continue
-        take(unit)
-        if fits():
-            return chosen
-    return None
 
 
 def _pool(
