@@ -11,7 +11,9 @@ the compared policies and reports, at the end of the sequence (130% arrived dema
   an 810-milli pod (the trace's most frequent fraction, which leaves 190 that only pods
   of 190 or less can use) or another fraction above 500 milli, other partly used
   devices, whole free devices; and how much of each is on nodes whose cpu and memory no
-  longer take any GPU pod of the sequence.
+  longer take any GPU pod of the sequence. With `--contents N`, also the N device contents
+  (the fractions a device holds, largest first; `()` a whole free device) that hold the
+  most free GPU, per policy: which pairings of fractions leave the rests.
 - **An upper bound** for any policy that places every one of the first K arrivals, K being
   the first arrival that one of the compared policies could not place (so both of them
   satisfy it): each device holding one of the prefix's fractions above 500 milli keeps
@@ -109,6 +111,8 @@ class FreeSplit:
 
     total: int = 0
     parts: Counter[str] = field(default_factory=Counter)
+    contents: Counter[tuple[int, ...]] = field(default_factory=Counter)
+    """Free milli by what its device holds: the fractions on it, largest first."""
 
 
 def usable_nodes(cluster: PackCluster, pods: Sequence[PackPod]) -> BoolArray:
@@ -129,9 +133,12 @@ def split_free(
     500 milli; other partly used) and by its node (cpu and memory still take a GPU pod
     of the sequence, or not)."""
     beside: dict[tuple[int, int], int] = {}
+    held: dict[tuple[int, int], list[int]] = {}
     for pod, where in zip(sequence, choices, strict=True):
-        if where is not None and pod.fractional and pod.gpu_milli > BIG:
-            beside[where[0], where[1][0]] = pod.gpu_milli
+        if where is not None and pod.fractional:
+            held.setdefault((where[0], where[1][0]), []).append(pod.gpu_milli)
+            if pod.gpu_milli > BIG:
+                beside[where[0], where[1][0]] = pod.gpu_milli
     usable = usable_nodes(cluster, sequence)
     split = FreeSplit()
     for node, device in zip(*np.nonzero(cluster.dev_free > 0), strict=True):
@@ -147,6 +154,7 @@ def split_free(
             kind = "other partly used"
         note = "" if usable[node] else EXHAUSTED
         split.parts[kind + note] += free
+        split.contents[tuple(sorted(held.get((int(node), int(device)), ()), reverse=True))] += free
         split.total += free
     return split
 
@@ -196,6 +204,26 @@ def headroom(
     )
 
 
+def contents_table(found: Headroom, rows: int) -> list[str]:
+    """The `rows` device contents holding the most free GPU (summed over the policies)."""
+    names = list(found.free)
+    every: Counter[tuple[int, ...]] = Counter()
+    for name in names:
+        every.update(found.free[name].contents)
+    lines = [
+        "| device holds | " + " | ".join(f"{n}: free GPUs (devices)" for n in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for held, _ in sorted(every.items(), key=lambda item: (-item[1], item[0]))[:rows]:
+        cells = " | ".join(
+            f"{found.free[n].contents[held] / DEVICE_MILLI:.1f} "
+            f"({found.free[n].contents[held] // (DEVICE_MILLI - sum(held))})"
+            for n in names
+        )
+        lines.append(f"| {held} | {cells} |")
+    return [*lines, ""]
+
+
 def report(found: Headroom) -> list[str]:
     pct = 100.0 / found.total
     gpus = 1.0 / DEVICE_MILLI
@@ -232,11 +260,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--traces", nargs="+", default=list(TRACES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[1])
     parser.add_argument("--policies", nargs="+", default=["fgd", "phalanx"])
+    parser.add_argument(
+        "--contents",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also the N device contents holding the most free GPU",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     nodes = read_nodes(NODES)
     for trace in args.traces:
         for seed in args.seeds:
-            print("\n".join(report(headroom(trace, seed, nodes, args.policies))), flush=True)
+            found = headroom(trace, seed, nodes, args.policies)
+            lines = report(found) + (contents_table(found, args.contents) if args.contents else [])
+            print("\n".join(lines), flush=True)
     return 0
 
 

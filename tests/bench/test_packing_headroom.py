@@ -6,6 +6,7 @@ from bench.packing_headroom import Recording, fillable, split_free, unavoidable_
 
 from phalanx.sim.packing import PackCluster, PackNode, PackPod, run_packing
 from phalanx.sim.packing.policies import BestFit
+from phalanx.sim.packing.policy import Placement
 
 
 def frac(name: str, milli: int, cpu: int = 1000) -> PackPod:
@@ -58,3 +59,15 @@ def test_recording_keeps_every_choice_and_the_run_s_cluster() -> None:
     assert policy.choices == [(0, (0,)), None, (0, (0,))]
     assert policy.cluster is not None
     assert policy.cluster.allocated_gpu_milli == result.allocated_gpu_milli == 1000
+
+
+def test_split_free_also_names_each_device_by_the_fractions_it_holds() -> None:
+    cluster = PackCluster([PackNode("n", 96_000, 512 * 1024, 3)])
+    sequence = [frac("a", 470), frac("b", 470), frac("c", 810), frac("d", 320)]
+    choices: list[Placement | None] = [(0, (0,)), (0, (0,)), (0, (1,)), None]
+    for pod, where in zip(sequence, choices, strict=True):
+        if where is not None:
+            cluster.place(where[0], pod, where[1])
+    split = split_free(cluster, sequence, choices)
+    # the unplaced 320 is on no device; device 2 is whole
+    assert split.contents == {(470, 470): 60, (810,): 190, (): 1000}
