@@ -4,10 +4,10 @@
 
 Runs one simulation of a workload of bench/workloads/ under a gang policy (the core) and
 reads every cycle's `CycleResult`:
-- evictions by reason (a starvation reservation taking back the room it lent apart), and
-  those whose preemptor did not start at that instant although
-  its victims were gone at once (wasted), unless a group of its queue and of higher
-  priority, which may take the room, started then;
+- evictions by reason (a starvation reservation taking back the room it lent apart), the
+  GPU-hours of work each reason lost, and those whose preemptor did not start at that
+  instant although its victims were gone at once (wasted), unless a group of its queue
+  and of higher priority, which may take the room, started then;
 - the waiting time of the highest-priority jobs, by what their decision said while they
   waited: their queue at its guarantee (reclaim may not help) and only work of priority
   at or above theirs in their queue's way, or anything else. Time a job spent running, or
@@ -115,13 +115,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     horizon = last * float(spec.get("horizonFactor", 2.0)) + 1.0
     config = SimConfig(horizon=horizon, slowdown=SlowdownModel(), window=steady_window(jobs))
     started: set[tuple[float, str]] = set()
+    lost: dict[str, float] = {}
+    losses: list[tuple[float, str, float]] = []
 
     def observe(now: float, state: ClusterState, runs: dict[str, JobRun]) -> None:
         started.update((now, name) for name, run in runs.items() if run.start == now)
+        for name, run in runs.items():
+            if run.lost_gpu_seconds != lost.get(name, 0.0):
+                losses.append((now, name, run.lost_gpu_seconds - lost.get(name, 0.0)))
+                lost[name] = run.lost_gpu_seconds
 
     result = simulate(cluster, jobs, recorder, config, observe)
     report(recorder, {j.name: j for j in jobs}, started, result.end)
+    print("GPU-h of work lost by reason:", _lost_by_reason(recorder, losses))
     return 0
+
+
+def _lost_by_reason(
+    recorder: Recorder, losses: Sequence[tuple[float, str, float]]
+) -> dict[str, float]:
+    """Each loss (a victim's work, counted by the engine when it is evicted) under the
+    reason of the latest eviction of that job recorded at or before that instant."""
+    by_reason: Counter[str] = Counter()
+    for when, job, seconds in losses:
+        reason = max(
+            (
+                (at, why)
+                for at, _, why, victims in recorder.evictions
+                if job in victims and at <= when
+            ),
+            default=(0.0, "unmatched"),
+        )[1]
+        by_reason[reason] += seconds / 3600
+    return {reason: round(hours, 1) for reason, hours in sorted(by_reason.items())}
 
 
 def report(
