@@ -196,7 +196,7 @@ class CycleState:
             spare = self._spare[node] = sum(DEVICE - t for t in used if 0 < t < DEVICE)
         return spare
 
-    def _slots(self, node: int, milli: int) -> int:
+    def slots(self, node: int, milli: int) -> int:
         """Pods taking `milli` of one device the node's devices still take; a node with
         no device partly held needs no device list (its whole free GPUs say it all)."""
         if node in self._used or node in self.index.shared_nodes:
@@ -218,9 +218,9 @@ class CycleState:
         return found
 
     def _within_slots(self, counts: list[int], milli: int) -> list[int]:
-        """`min(count, _slots(node, milli))` on every node with a count, for one part of a
+        """`min(count, slots(node, milli))` on every node with a count, for one part of a
         device on every node: from the free GPU column on the nodes whose devices are all
-        whole, one node at a time on the others (a scan of every node calling `_slots`
+        whole, one node at a time on the others (a scan of every node calling `slots`
         was a twentieth of a simulator cycle)."""
         if milli <= 0 or milli > DEVICE:
             return [0] * len(counts)
@@ -305,7 +305,7 @@ class CycleState:
                 node = self._within_slots(node, shape.gpu_milli)
             elif shape.fractional:
                 milli = [part_of(0, shape.gpu_memory, n) for n in self.index.nodes]
-                node = [min(c, self._slots(i, milli[i])) if c else 0 for i, c in enumerate(node)]
+                node = [min(c, self.slots(i, milli[i])) if c else 0 for i, c in enumerate(node)]
             counts = self._shapes[shape] = ShapeCounts(shape, static, node, milli)
         return counts
 
@@ -503,7 +503,7 @@ class CycleState:
                 continue
             new = fit_count(free, pods_free, counts.shape.requests)
             if new and counts.milli is not None:
-                room = self._slots(node, counts.milli[node])
+                room = self.slots(node, counts.milli[node])
                 if room < new:
                     new = room
             if new != old:

@@ -4,7 +4,9 @@ Counts start from the cycle state's per-domain aggregates and are corrected only
 the nodes the removed pods touch, so trying a unit costs a few `fit_count` calls, not
 a pass over the domain. For a gang of one shape without sub-groups these counts are
 exactly what `place_gang` needs; otherwise they are a necessary condition and the
-final choice is checked with `place_gang` itself.
+final choice is checked with `place_gang` itself. GPUs are counted per device, as the
+state counts them (`phalanx.core.devices`): a device is free for a whole-GPU pod only
+once everything on it is gone, and a fractional pod needs one device with its part free.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ from copy import copy
 from operator import ge
 
 from phalanx.core.device_choice import DEVICE
+from phalanx.core.devices import holds_gpus, slots, whole_free
 from phalanx.core.model import PodInfo
 from phalanx.core.names import GPU
 from phalanx.core.preemption.units import Unit
 from phalanx.core.shapes import Shape
 from phalanx.core.state import CycleState
 
-Vector = tuple[tuple[int, tuple[int, ...], int], ...]
+Vector = tuple[tuple[int, tuple[int, ...], int, tuple[tuple[int, int], ...]], ...]
+"""Per node: the freed requests (the GPU column left 0), the pods, and the freed
+(device, milli) parts of the node's GPU devices."""
 
 
 class DomainRoom:
@@ -52,9 +57,12 @@ class DomainRoom:
             for shape, _ in demand
         ]
         self._shapes = [
-            (asks, counts.static) for asks, counts in zip(self.asks, self.counts, strict=True)
+            (asks, counts.static, counts.milli)
+            for asks, counts in zip(self.asks, self.counts, strict=True)
         ]
+        self.gpu = self.names.index(GPU) if GPU in self.names else -1
         self.freed: dict[int, list[int]] = {}
+        self.freed_devices: dict[int, list[int]] = {}  # milli freed per device
         self.freed_pods: dict[int, int] = {}
         self.rooms: dict[int, list[int]] = {}
         self.touched: dict[int, int] = {}  # how many taken units (or batches) free a node
@@ -69,6 +77,7 @@ class DomainRoom:
         twin.totals = list(self.totals)
         twin.freed = {node: list(freed) for node, freed in self.freed.items()}
         twin.freed_pods = dict(self.freed_pods)
+        twin.freed_devices = {node: list(freed) for node, freed in self.freed_devices.items()}
         twin.rooms = dict(self.rooms)  # each node's list is replaced, never changed
         twin.touched = dict(self.touched)
         return twin
@@ -117,35 +126,43 @@ class DomainRoom:
         return vector
 
     def _vector_of(self, pods: Iterable[tuple[PodInfo, int]]) -> Vector:
-        names = self.names
-        gpu = names.index(GPU) if GPU in names else -1
-        per_node: dict[int, tuple[list[int], int]] = {}
+        """The pods' requests and device parts summed per node. The GPU column stays 0:
+        `_room` counts whole GPUs from the devices (the vector is shared by rooms of any
+        demand with these resource names, so the parts are kept whatever it asks)."""
+        names, gpu, usage = self.names, self.gpu, self.state.index.device_usage
+        per_node: dict[int, tuple[list[int], int, list[tuple[int, int]]]] = {}
         for pod, node in pods:
             requests = pod.requests
             row = [requests.get(name, 0) for name in names]
-            if gpu >= 0 and (pod.gpu_milli or pod.gpu_memory):  # fractional
-                row[gpu] += self._shared_part(pod, node)
+            if gpu >= 0:
+                row[gpu] = 0
             seen = per_node.get(node)
             if seen is not None:
                 row = [a + b for a, b in zip(row, seen[0], strict=True)]
-            per_node[node] = (row, 1 if seen is None else seen[1] + 1)
-        return tuple((node, tuple(row), count) for node, (row, count) in per_node.items())
+            parts = [] if seen is None else seen[2]
+            if holds_gpus(pod):
+                parts += [(s.index, s.milli) for s in usage(node).shares.get(pod.key, ())]
+            per_node[node] = (row, 1 if seen is None else seen[1] + 1, parts)
+        return tuple(
+            (node, tuple(row), count, tuple(parts))
+            for node, (row, count, parts) in per_node.items()
+        )
 
-    def _shared_part(self, pod: PodInfo, node: int) -> int:
-        """What a fractional victim frees of whole GPUs, estimated high: its part plus
-        what is still free on its GPU (the GPU is whole again only once all its sharers
-        go, and the estimate of each of them covers that). Never short, so no option is
-        missed; the confirming placement decides with the exact devices."""
-        shares = self.state.index.device_usage(node).shares.get(pod.key, ())
-        used = self.state.devices(node)
-        return sum(min(DEVICE, s.milli + max(0, DEVICE - used[s.index])) for s in shares)
+    def _free_devices(self, node: int, parts: tuple[tuple[int, int], ...], sign: int) -> None:
+        devices = self.freed_devices.get(node)
+        if devices is None:
+            devices = self.freed_devices[node] = [0] * self.state.index.nodes[node].gpu_count
+        for index, milli in parts:
+            devices[index] += sign * milli
 
     def _apply(self, vector: Vector, sign: int) -> None:
         inside, width, freed_of, pods_of = self.inside, len(self.names), self.freed, self.freed_pods
         touched, rooms, totals, counts = self.touched, self.rooms, self.totals, self.counts
-        for node, amounts, count in vector:
+        for node, amounts, count, parts in vector:
             if inside is not None and node not in inside:
                 continue
+            if parts:
+                self._free_devices(node, parts, sign)
             freed = freed_of.get(node)
             if freed is None:
                 freed = freed_of[node] = [0] * width
@@ -154,7 +171,7 @@ class DomainRoom:
                 freed[i] += sign * amount
             pods = pods_of[node] = pods_of[node] + sign * count
             touched[node] = touched.get(node, 0) + sign
-            after = self._room(node, freed, pods)
+            after = self._room(node, freed, pods, self.freed_devices.get(node))
             before = rooms.get(node)
             for i, new in enumerate(after):
                 totals[i] += new - (counts[i].node[node] if before is None else before[i])
@@ -168,18 +185,21 @@ class DomainRoom:
         totals = list(self.totals)
         if len(units) == 1 and self._alone(units[0], totals):
             return all(t >= count for t, count in zip(totals, self.needs, strict=True))
-        changed: dict[int, tuple[list[int], int]] = {}
+        changed: dict[int, tuple[list[int], int, list[int]]] = {}
         for unit in units:
-            for node, amounts, count in self._unit_vector(unit):
+            for node, amounts, count, parts in self._unit_vector(unit):
                 if inside is not None and node not in inside:
                     continue
-                freed, pods = changed.get(node) or (list(freed_of[node]), pods_of[node])
+                freed, pods, devices = changed.get(node) or (
+                    list(freed_of[node]), pods_of[node], self._devices_copy(node))
                 for i, amount in enumerate(amounts):
                     freed[i] -= amount
-                changed[node] = (freed, pods - count)
-        for node, (freed, pods) in changed.items():
+                for index, milli in parts:
+                    devices[index] -= milli
+                changed[node] = (freed, pods - count, devices)
+        for node, (freed, pods, devices) in changed.items():
             before = self.rooms.get(node)
-            for i, new in enumerate(self._room(node, freed, pods)):
+            for i, new in enumerate(self._room(node, freed, pods, devices)):
                 totals[i] += new - (self.counts[i].node[node] if before is None else before[i])
         return all(total >= count for total, count in zip(totals, self.needs, strict=True))
 
@@ -187,7 +207,7 @@ class DomainRoom:
         """If no other taken pods share a node with the unit, take what it added from
         `totals` and say so."""
         inside, touched, rooms, counts = self.inside, self.touched, self.rooms, self.counts
-        nodes = [node for node, _, _ in self._unit_vector(unit) if inside is None or node in inside]
+        nodes = [node for node, *_ in self._unit_vector(unit) if inside is None or node in inside]
         for node in nodes:
             if touched[node] != 1:
                 return False
@@ -197,18 +217,38 @@ class DomainRoom:
                 totals[i] -= room[i] - shape.node[node]
         return True
 
-    def _room(self, node: int, freed: list[int], freed_pods: int) -> list[int]:
+    def _devices_copy(self, node: int) -> list[int]:
+        return list(self.freed_devices.get(node, ()))
+
+    def _room(
+        self, node: int, freed: list[int], freed_pods: int, devices: list[int] | None
+    ) -> list[int]:
         """The node's room for each shape with the freed requests added back (inlined
-        `fit_count`: this is the search's inner loop)."""
-        base = self.state.free[node]
-        pods_free = self.state.pods_free[node] + freed_pods
+        `fit_count`: this is the search's inner loop). `devices`: milli freed on each GPU
+        device; whole GPUs are those the state has free plus the devices left with
+        nothing on them (`whole_free`), a fractional shape is capped by the `slots` of
+        the devices as they would be, as `CycleState.shape` caps it now."""
+        state = self.state
+        base = state.free[node]
+        pods_free = state.pods_free[node] + freed_pods
+        used: list[int] | None = None
+        if devices is not None and any(devices):
+            now = state.devices(node)
+            used = [taken - part for taken, part in zip(now, devices, strict=True)]
+            if self.gpu >= 0:
+                freed = list(freed)
+                freed[self.gpu] += (whole_free(used) - whole_free(now)) * DEVICE
         after: list[int] = []
-        for asks, static in self._shapes:
+        for asks, static, milli in self._shapes:
             new = pods_free if static[node] is None else 0
             for column, name, amount in asks:
                 if new <= 0:
                     break
                 fits = (base.get(name, 0) + freed[column]) // amount
+                if fits < new:
+                    new = fits
+            if new > 0 and milli is not None:
+                fits = state.slots(node, milli[node]) if used is None else slots(used, milli[node])
                 if fits < new:
                     new = fits
             after.append(new if new > 0 else 0)

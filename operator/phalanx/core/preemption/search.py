@@ -105,9 +105,9 @@ def _prune(room: DomainRoom, start: DomainRoom, chosen: list[Unit]) -> list[Unit
     the room before the walk, with them taken) make it fit, every unit below goes too
     and the walk stops there. A starving gang's searches in the Alibaba simulation
     kept 4 of ~1,380 units, the lowest at 1,269: each unit tried below that cost about
-    as much as taking it. Taken and given back nodes count at least the room the
-    state gives them (`_room` does not cap a shared GPU's parts), so `start` fitting
-    means the walk would have dropped them all. Dropped units are set apart, not
+    as much as taking it. Taken and given back nodes count the room the state gives
+    them (`_room` counts as the state does), so `start` fitting means the walk would
+    have dropped them all. Dropped units are set apart, not
     removed from the list one by one (a `list.remove` each was quadratic)."""
     dropped: set[int] = set()
     for position in range(len(chosen) - 1, -1, -1):
