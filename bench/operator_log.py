@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,9 +33,10 @@ class Cycle:
 
 @dataclass(frozen=True)
 class Gang:
+    group: str  # NAMESPACE/NAME
     placed: float  # when its last reply came
     cycle: int
-    burst_seconds: float
+    burst_seconds: float  # NaN in a log from before bursts were logged
 
 
 def stamp(entry: dict[str, object]) -> float:
@@ -54,9 +56,10 @@ def read_log(lines: Iterable[str]) -> tuple[dict[int, Cycle], list[Gang]]:
             cycles[int(entry["cycle"])] = Cycle(stamp(entry), float(entry["seconds"]),
                                                 float(entry.get("snapshot_seconds", 0.0)),
                                                 int(entry.get("writes_in_flight", 0)))
-        elif entry.get("event") == "gang placed" and "burst_seconds" in entry:
-            gangs.append(Gang(stamp(entry), int(entry["cycle"]),
-                              float(entry["burst_seconds"])))
+        elif entry.get("event") == "gang placed":
+            gangs.append(Gang(str(entry.get("group", "")), stamp(entry),
+                              int(entry.get("cycle", 0)),
+                              float(entry.get("burst_seconds", math.nan))))
     return cycles, gangs
 
 
@@ -68,7 +71,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 def summary(cycles: dict[int, Cycle], gangs: Sequence[Gang]) -> list[str]:
     """Printable lines: the cycles' costs, then per-gang waits after the deciding cycle.
     A gang's cycle numbers are the log's (the "cycle" lines count from the same loop)."""
-    known = [g for g in gangs if g.cycle in cycles]
+    known = [g for g in gangs if g.cycle in cycles and not math.isnan(g.burst_seconds)]
     waits = {
         "cycle end -> burst start": [g.placed - g.burst_seconds - cycles[g.cycle].ended
                                      for g in known],

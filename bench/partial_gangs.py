@@ -19,24 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from datetime import datetime
 from pathlib import Path
+
+from bench.operator_log import read_log
 
 
 def placed_times(log: Path, started: float) -> dict[str, tuple[float, float]]:
     """Gang name -> (seconds from `started` when the operator logged it placed, its burst's
     seconds; NaN in a log from before the burst was logged)."""
-    times: dict[str, tuple[float, float]] = {}
-    for line in log.read_text().splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if entry.get("event") == "gang placed":
-            stamp = datetime.fromisoformat(str(entry["timestamp"]).replace("Z", "+00:00"))
-            times[str(entry.get("group", "")).split("/")[-1]] = (
-                stamp.timestamp() - started, float(entry.get("burst_seconds", math.nan)))
-    return times
+    with log.open() as lines:
+        _, gangs = read_log(lines)
+    return {g.group.split("/")[-1]: (g.placed - started, g.burst_seconds) for g in gangs}
 
 
 def main(argv: list[str] | None = None) -> None:

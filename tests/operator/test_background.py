@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from operator_fakes import FakeApi, podgroup
@@ -61,16 +62,25 @@ async def test_writes_still_held_at_shutdown_are_cancelled_after_the_grace():
     assert len(scheduler.writes) == 0
 
 
+def gated_jobs(gate: asyncio.Event, log: list[str], noted: str) -> Callable[[str], Any]:
+    """Write jobs that wait for `gate`, each putting its label in `log` when it has
+    "started" or when it is "done"."""
+    def job(label: str) -> Any:
+        async def run() -> None:
+            if noted == "started":
+                log.append(label)
+            await gate.wait()
+            if noted == "done":
+                log.append(label)
+        return run
+    return job
+
+
 async def test_status_writes_of_one_object_run_one_at_a_time_and_the_newest_wins():
     writes = BackgroundWrites(concurrency=8)
     gate = asyncio.Event()
     done: list[str] = []
-
-    def job(label: str) -> Any:
-        async def run() -> None:
-            await gate.wait()
-            done.append(label)
-        return run
+    job = gated_jobs(gate, done, noted="done")
 
     writes.offer("podgroups/ns/g", job("first"))
     await asyncio.sleep(0)  # the first write is in flight
@@ -88,12 +98,7 @@ async def test_a_plan_goes_before_every_status_write_waiting_for_a_slot():
     writes = BackgroundWrites(concurrency=1)
     gate = asyncio.Event()
     started: list[str] = []
-
-    def job(label: str) -> Any:
-        async def run() -> None:
-            started.append(label)
-            await gate.wait()
-        return run
+    job = gated_jobs(gate, started, noted="started")
 
     writes.offer("podgroups/ns/busy", job("in flight"))
     await turns()
