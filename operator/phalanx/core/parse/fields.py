@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from phalanx.core.errors import InvalidObject
 from phalanx.core.quantity import QuantityError, parse_quantity
@@ -17,7 +17,7 @@ class Reader:
         self.kind = kind
         self.obj = obj
         metadata = obj.get("metadata")
-        if not isinstance(metadata, Mapping):
+        if not is_mapping(metadata):
             raise InvalidObject(kind, "?", "metadata", "missing")
         name = metadata.get("name")
         if not isinstance(name, str) or not name:
@@ -37,14 +37,14 @@ class Reader:
         for part in path.split("."):
             if current is None:
                 return default
-            if not isinstance(current, Mapping):
+            if not is_mapping(current):
                 raise self.error(path, f"expected an object at {part!r}")
             current = current.get(part)
         return default if current is None else current
 
     def mapping(self, path: str) -> Mapping[str, Any]:
         value = self.get(path, {})
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             raise self.error(path, "expected an object")
         return value
 
@@ -116,3 +116,10 @@ class Reader:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         return moment.timestamp()
+
+
+def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """`isinstance(value, Mapping)`, with plain dicts (what the API server's JSON and YAML
+    give) answered first: the abstract class's check was a third of a pod's parsing
+    (cProfile of 3,000 bench-5000 pods), and every cycle parses the pods that changed."""
+    return type(value) is dict or isinstance(value, Mapping)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.core.model import NodeInfo, Taint
-from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.fields import Reader, is_mapping
 
 
 def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
@@ -30,7 +30,7 @@ def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
 
 def _taint(reader: Reader, index: int, taint: Any) -> Taint:
     field = f"spec.taints[{index}]"
-    if not isinstance(taint, Mapping) or not isinstance(taint.get("key"), str):
+    if not is_mapping(taint) or not isinstance(taint.get("key"), str):
         raise reader.error(f"{field}.key", "missing")
     effect = taint.get("effect")
     if not isinstance(effect, str):
@@ -43,6 +43,6 @@ def _ready(reader: Reader) -> bool:
     if not conditions:
         return True
     for condition in conditions:
-        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+        if is_mapping(condition) and condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return False

@@ -18,7 +18,7 @@ from phalanx.core.model import (
     Toleration,
 )
 from phalanx.core.names import ROLE_LABEL, group_name
-from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.fields import Reader, is_mapping
 from phalanx.core.parse.gpu_share import read_gpu_ask, read_gpu_index
 from phalanx.core.parse.membership import implied_groups
 from phalanx.core.resources import add, maximum, nonzero
@@ -69,7 +69,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
 def _controlled(refs: Any) -> bool:
     """Has the pod a controller that recreates it (a Job, a ReplicaSet, ...)?"""
     return isinstance(refs, list) and any(
-        isinstance(ref, Mapping) and bool(ref.get("controller")) for ref in refs
+        is_mapping(ref) and bool(ref.get("controller")) for ref in refs
     )
 
 
@@ -81,7 +81,7 @@ def effective_requests(reader: Reader) -> dict[str, int]:
     init_peak: dict[str, int] = {}
     for i, container in enumerate(reader.items("spec.initContainers")):
         requests = _container_requests(reader, f"spec.initContainers[{i}]", container)
-        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+        if is_mapping(container) and container.get("restartPolicy") == "Always":
             total = add(total, requests)
             sidecars = add(sidecars, requests)
             init_peak = maximum(init_peak, sidecars)
@@ -92,10 +92,10 @@ def effective_requests(reader: Reader) -> dict[str, int]:
 
 
 def _container_requests(reader: Reader, field: str, container: Any) -> dict[str, int]:
-    if not isinstance(container, Mapping):
+    if not is_mapping(container):
         raise reader.error(field, "expected an object")
     resources = container.get("resources") or {}
-    if not isinstance(resources, Mapping):
+    if not is_mapping(resources):
         raise reader.error(f"{field}.resources", "expected an object")
     requests = _resource_map(reader, f"{field}.resources.requests", resources.get("requests"))
     limits = _resource_map(reader, f"{field}.resources.limits", resources.get("limits"))
@@ -105,7 +105,7 @@ def _container_requests(reader: Reader, field: str, container: Any) -> dict[str,
 def _resource_map(reader: Reader, field: str, value: Any) -> dict[str, int]:
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise reader.error(field, "expected an object")
     return reader.resources(field, value)
 
@@ -118,7 +118,7 @@ def _affinity(reader: Reader) -> tuple[NodeSelectorTerm, ...]:
 
 
 def _term(reader: Reader, field: str, term: Any) -> NodeSelectorTerm:
-    if not isinstance(term, Mapping):
+    if not is_mapping(term):
         raise reader.error(field, "expected an object")
     return NodeSelectorTerm(
         match_expressions=_requirements(
@@ -136,7 +136,7 @@ def _requirements(reader: Reader, field: str, value: Any) -> tuple[NodeSelectorR
     found = []
     for i, item in enumerate(value):
         where = f"{field}[{i}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+        if not is_mapping(item) or not isinstance(item.get("key"), str):
             raise reader.error(f"{where}.key", "missing")
         operator = item.get("operator")
         if operator not in _OPERATORS:
@@ -149,7 +149,7 @@ def _requirements(reader: Reader, field: str, value: Any) -> tuple[NodeSelectorR
 
 
 def _toleration(reader: Reader, index: int, value: Any) -> Toleration:
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise reader.error(f"spec.tolerations[{index}]", "expected an object")
     operator = value.get("operator") or "Equal"
     if operator not in ("Equal", "Exists"):
@@ -164,4 +164,4 @@ def _toleration(reader: Reader, index: int, value: Any) -> Toleration:
 
 def _gates(reader: Reader) -> tuple[str, ...]:
     gates = reader.items("spec.schedulingGates")
-    return tuple(str(g.get("name")) for g in gates if isinstance(g, Mapping))
+    return tuple(str(g.get("name")) for g in gates if is_mapping(g))
