@@ -9,8 +9,10 @@ resourceVersion, creationTimestamp). Timed, as CPU time of this process, like th
 operator's loop takes them: the first snapshot (everything parsed), the next one with
 nothing changed, and one after a tenth of the pods were bound (a new resourceVersion each)
 while another tenth are assumed on nodes. `parses` counts the objects parsed by each.
-Between the second and third, the second's steps apart: which run on the operator's
-event loop and which in its worker thread.
+Each snapshot is assembled beside the one before, as the operator's cycles are (see
+`ClusterIndex`). Between the second and third, the second's steps apart: which run on
+the operator's event loop and which in its worker thread; assembling is timed beside
+the snapshot before and, for comparison, from scratch.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from bench.e2e_workload import (
 from phalanx.cluster.description import load_description, node_objects
 from phalanx.config.settings import Mode
 from phalanx.core.parse.objects import PARSERS
+from phalanx.core.snapshot import ClusterIndex
 from phalanx.operator.assumed import AssumedPods
-from phalanx.operator.cache import ClusterCache, Kind, object_key
+from phalanx.operator.cache import ClusterCache, Kind, WatchStore, object_key
 from phalanx.operator.cache_snapshot import assemble, parse_view, parsed_objects, take_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,19 +74,22 @@ def counted(parses: list[int]) -> dict[str, Callable[[Any], object]]:
     return {kind: count(parse) for kind, parse in PARSERS.items()}
 
 
-def steps(cache: ClusterCache, assumed: AssumedPods, repeat: int = 3) -> list[str]:
+def steps(cache: ClusterCache, assumed: AssumedPods, previous: ClusterIndex,
+          repeat: int = 3) -> list[str]:
     """The operator's steps of a snapshot with nothing changed, least CPU of `repeat`:
     copying the stores and overlaying its own writes run on its event loop, parsing and
     assembling in a worker thread (see cache_snapshot.py)."""
     view = cache.view()
-    parsed = parse_view(cache, view)
-    shown = parsed_objects(parsed, cache, assumed, Mode.BINDER)
+    parsed = parse_view(cache, view, Mode.BINDER)
+    shown = parsed_objects(parsed, cache, assumed)
     work: list[tuple[str, Callable[[], object]]] = [
         ("  view of the stores (event loop)", cache.view),
-        ("  parsing the view (thread)", lambda: parse_view(cache, view)),
+        ("  parsing the view (thread)", lambda: parse_view(cache, view, Mode.BINDER)),
         ("  overlay of own writes (event loop)",
-         lambda: parsed_objects(parsed, cache, assumed, Mode.BINDER)),
-        ("  assembling, with the index (thread)", lambda: assemble(shown).index),
+         lambda: parsed_objects(parsed, cache, assumed)),
+        ("  assembling, with the index (thread)",
+         lambda: assemble(shown, previous=previous).index),
+        ("  the same from scratch (no previous index)", lambda: assemble(shown).index),
     ]
     lines = []
     for label, step in work:
@@ -104,16 +110,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="write a cProfile summary of the three snapshots here")
     args = parser.parse_args(argv)
     objects = cluster_objects(args.workload, args.nodes)
-    stores: dict[Kind, dict[str, list[Any]]] = {kind: {} for kind in Kind}
-    for body in objects:
+    stores: dict[Kind, WatchStore] = {kind: WatchStore() for kind in Kind}
+    for body in objects:  # as the watches keep them
         kind = Kind.NODE if body["kind"] == "Node" else (
             Kind.POD if body["kind"] == "Pod" else Kind.POD_GROUP)
-        stores[kind][object_key(body)] = [body]
+        stores[kind][object_key(body)] = (body,)
     parses = [0]
     cache = ClusterCache(stores, counted(parses))
     assumed = AssumedPods(30)
     profile = cProfile.Profile() if args.profile else None
     lines: list[str] = []
+    last: list[ClusterIndex] = []  # the snapshot before's index
 
     def say(line: str) -> None:
         print(line)
@@ -124,27 +131,30 @@ def main(argv: list[str] | None = None) -> None:
         started = time.process_time()
         if profile is not None:
             profile.enable()
-        snapshot = take_snapshot(cache, assumed, Mode.BINDER)
+        snapshot = take_snapshot(cache, assumed, Mode.BINDER,
+                                 previous=last[-1] if last else None)
         if profile is not None:
             profile.disable()
+        last[:] = [snapshot.index]
         cpu_ms = (time.process_time() - started) * 1000
         say(f"{label:<44} {cpu_ms:8.0f} ms CPU  {parses[0]:6d} parses  "
             f"{len(snapshot.pods):6d} pods")
 
-    pods = list(stores[Kind.POD].values())
-    nodes = [object_key(n[0]) for n in stores[Kind.NODE].values()]
+    pods = [str(key) for key in stores[Kind.POD]]
+    nodes = [str(key) for key in stores[Kind.NODE]]
     say(f"{len(nodes)} nodes, {len(pods)} pods, {len(stores[Kind.POD_GROUP])} PodGroups")
     timed("first snapshot (everything parsed)")
     timed("next snapshot, nothing changed")
-    for line in steps(cache, assumed):
+    for line in steps(cache, assumed, last[-1]):
         say(line)
     tenth = len(pods) // 10
-    for i, entry in enumerate(pods[:tenth]):  # bound: the watch brings a new version
-        body = entry[0]
-        entry[0] = {**body, "spec": {**body["spec"], "nodeName": nodes[i % len(nodes)]},
-                    "metadata": {**body["metadata"], "resourceVersion": f"b{i}"}}
-    for i, entry in enumerate(pods[tenth:2 * tenth]):
-        assumed.assume(object_key(entry[0]), nodes[-1 - i % len(nodes)])
+    for i, key in enumerate(pods[:tenth]):  # bound: the watch brings a new version
+        old = stores[Kind.POD][key][0]
+        stores[Kind.POD][key] = ({
+            **old, "spec": {**old["spec"], "nodeName": nodes[i % len(nodes)]},
+            "metadata": {**old["metadata"], "resourceVersion": f"b{i}"}},)
+    for i, key in enumerate(pods[tenth:2 * tenth]):
+        assumed.assume(key, nodes[-1 - i % len(nodes)])
     timed("a tenth bound, a tenth assumed")
     if profile is not None and args.profile is not None:
         out = io.StringIO()

@@ -5,20 +5,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from phalanx.config.settings import Mode
 from phalanx.core.eviction import Eviction, EvictionReason
 from phalanx.core.names import GroupKey, PodKey
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.parse.objects import PARSERS
+from phalanx.core.snapshot import ClusterIndex, Snapshot
 from phalanx.operator.assumed import AssumedPods
-from phalanx.operator.cache import ClusterCache, Kind, object_key
+from phalanx.operator.cache import ClusterCache, Kind, WatchStore, kind_of_body, object_key
 from phalanx.operator.cache_snapshot import Unseen, parse_view, take_snapshot
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.nominations import NominationBook
 
 
 def pod(name: str, version: str, gpus: str = "8", node: str | None = None,
-        gated: bool = False) -> dict[str, Any]:
+        gated: bool = False, gang: str = "g") -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "phalanx",
         "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": gpus}}}],
@@ -31,16 +34,22 @@ def pod(name: str, version: str, gpus: str = "8", node: str | None = None,
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
                      "resourceVersion": version,
-                     "labels": {"scheduling.phalanx.io/pod-group": "g"}},
+                     "labels": {"scheduling.phalanx.io/pod-group": gang}},
         "spec": spec, "status": {"phase": "Pending"},
     }
 
 
-def group(version: str = "1") -> dict[str, Any]:
+def group(version: str = "1", name: str = "g") -> dict[str, Any]:
     return {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": "g", "namespace": "ns", "uid": "uid-g",
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
                          "resourceVersion": version},
             "spec": {"minMember": 2}}
+
+
+def node(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "pods": "110"}}}
 
 
 class Watched:
@@ -50,6 +59,7 @@ class Watched:
         self.stores: dict[Kind, dict[str, list[dict[str, Any]]]] = {kind: {} for kind in Kind}
         self.parses: list[str] = []
         self.cache = ClusterCache(self.stores, {k: self._counted(f) for k, f in PARSERS.items()})
+        self.index: ClusterIndex | None = None  # the last snapshot's, as the operator keeps it
         for body in objects:
             self.put(body)
 
@@ -61,12 +71,16 @@ class Watched:
         return counted
 
     def put(self, body: dict[str, Any]) -> None:  # a watch event: a new body
-        kind = Kind.POD if body["kind"] == "Pod" else Kind.POD_GROUP
+        kind = kind_of_body(body)
+        assert kind is not None
         self.stores[kind][object_key(body)] = [body]
 
     def snapshot(self, assumed: AssumedPods | None = None, unseen: Unseen | None = None,
-                 mode: Mode = Mode.BOTH) -> Any:
-        return take_snapshot(self.cache, assumed or AssumedPods(60), mode, unseen=unseen)
+                 mode: Mode = Mode.BOTH) -> Snapshot:
+        snapshot = take_snapshot(self.cache, assumed or AssumedPods(60), mode, unseen=unseen,
+                                 previous=self.index)
+        self.index = snapshot.index
+        return snapshot
 
 
 def test_an_unchanged_object_is_parsed_once_and_a_changed_one_again() -> None:
@@ -161,13 +175,63 @@ def test_objects_parsed_as_listed_are_not_parsed_again_by_the_first_snapshot() -
     assert shown.pods == snapshot_from_objects(listed).pods
 
 
-def test_a_view_is_parsed_as_the_stores_were_when_it_was_taken():
-    store: dict[str, list[dict[str, Any]]] = {"ns/a": [pod("a", "1")]}
+@pytest.mark.parametrize("store", [{}, WatchStore()], ids=["entries copied", "a watch's"])
+def test_a_view_is_parsed_as_the_stores_were_when_it_was_taken(store: Any) -> None:
+    store["ns/a"] = (pod("a", "1"),)
     cache = ClusterCache({Kind.POD: store})
     view = cache.view()  # what a worker thread parses while the watches go on
-    store["ns/b"] = [pod("b", "2")]
-    store["ns/a"] = [pod("a", "3", node="n1")]
-    seen = [(p.name, p.node_name) for _, p in parse_view(cache, view)[Kind.POD]]
+    store["ns/b"] = (pod("b", "2"),)
+    store["ns/a"] = (pod("a", "3", node="n1"),)
+    seen = [(p.name, p.node_name) for p in parse_view(cache, view, Mode.BOTH).pods]
     assert seen == [("a", None)]
     assert sorted((p.name, p.node_name) for _, p in cache.parsed(Kind.POD)) == [
         ("a", "n1"), ("b", None)]
+
+
+def assert_same(got: Snapshot, want: Snapshot) -> None:
+    """The same objects in the same order, and the same summaries in their indexes (a
+    Snapshot itself compares by identity)."""
+    for field in ("nodes", "pods", "groups", "queues", "topologies", "priority_classes"):
+        assert tuple(getattr(got, field)) == tuple(getattr(want, field)), field
+    assert [str(e) for e in got.invalid] == [str(e) for e in want.invalid]
+    got_index, want_index = got.index, want.index
+    assert got_index.members == want_index.members
+    assert (got_index.singles, got_index.loose_running, got_index.free, got_index.pods_free) == (
+        want_index.singles, want_index.loose_running, want_index.free, want_index.pods_free)
+
+
+def landed(body: dict[str, Any], node_name: str) -> dict[str, Any]:
+    """A pod as the watch will show it once bound to `node_name`."""
+    return {**body, "spec": {**body["spec"], "nodeName": node_name}}
+
+
+def test_snapshots_built_cycle_after_cycle_equal_ones_built_from_scratch() -> None:
+    nodes, groups = [node("n1"), node("n2")], [group(name="g"), group(name="h")]
+    pods = {"a": pod("a", "1", gpus="2"), "b": pod("b", "1", gpus="2"),
+            "c": pod("c", "1", gang="h"), "d": pod("d", "1", gang="h"),
+            "f": pod("f", "1", gpus="1", node="n1")}
+    watched = Watched(*nodes, *pods.values(), *groups)
+    assert_same(watched.snapshot(), snapshot_from_objects([*nodes, *pods.values(), *groups]))
+
+    pods["b"] = pod("b", "2", gpus="2", node="n1")  # bound: the watch brings a new version
+    pods["x"] = pod("x", "1", gang="h")  # arrived
+    del watched.stores[Kind.POD]["ns/d"], pods["d"]  # deleted
+    for body in (pods["b"], pods["x"]):
+        watched.put(body)
+    assumed = AssumedPods(60)
+    assumed.assume("ns/c", "n2")  # being bound by this process
+    evicting = EvictionBook(retry_seconds=30, ttl_seconds=30)
+    evicting.start([Eviction(PodKey("ns/f"), GroupKey("ns/g"), EvictionReason.PREEMPTED,
+                             GroupKey("ns/h"), "preempted by ns/h")])
+    unseen = Unseen(evicting, NominationBook(), now=0.0)
+    as_seen = {**pods, "c": landed(pods["c"], "n2"),
+               "f": {**pods["f"], "metadata": {**pods["f"]["metadata"],
+                                               "deletionTimestamp": "2026-12-01T00:00:00Z"}}}
+    expected = snapshot_from_objects([*nodes, *as_seen.values(), *groups])
+    second = watched.snapshot(assumed, unseen)
+    assert_same(second, expected)
+
+    third = watched.snapshot(assumed, unseen)  # nothing changed: every summary taken over
+    assert_same(third, expected)
+    assert all(third.index.members[key] is summary
+               for key, summary in second.index.members.items())

@@ -152,10 +152,12 @@ class PodInfo:
     gpu_devices: tuple[int, ...] = ()
     invalid: str = ""
     controlled: bool = False  # has a controller (ownerReferences) that recreates it
+    # `namespace/name`, made once per PodInfo: a snapshot reads it several times for
+    # each of its (at bench-5000, 20,870) pods, and each making cost a string.
+    key: PodKey = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> PodKey:
-        return PodKey(key_of(self.namespace, self.name))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", key_of(self.namespace, self.name))
 
     @property
     def fractional(self) -> bool:

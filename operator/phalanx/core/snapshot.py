@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from functools import cached_property
 from typing import TypeVar
 
@@ -49,7 +49,9 @@ _T = TypeVar("_T")
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """`eviction_refused`: keys ("NS/NAME") of pods whose eviction was refused lately
-    (a PodDisruptionBudget): the core picks other victims or waits, and says so."""
+    (a PodDisruptionBudget): the core picks other victims or waits, and says so.
+    `previous`: the index of an earlier snapshot of the same cluster, whose summaries of
+    unchanged groups the new index takes over (see `ClusterIndex`); not kept."""
 
     nodes: Sequence[NodeInfo] = ()
     pods: Sequence[PodInfo] = ()
@@ -62,9 +64,10 @@ class Snapshot:
     backoffs: Mapping[GroupKey, Backoff] = field(default_factory=dict)  # from the last cycle
     partial_since: Mapping[GroupKey, float] = field(default_factory=dict)  # the same
     index: ClusterIndex = field(init=False, repr=False, compare=False)
+    previous: InitVar[ClusterIndex | None] = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "index", ClusterIndex(self))
+    def __post_init__(self, previous: ClusterIndex | None) -> None:
+        object.__setattr__(self, "index", ClusterIndex(self, previous))
 
 
 def with_bindings(snapshot: Snapshot, bindings: Sequence[Binding]) -> Snapshot:
@@ -153,9 +156,16 @@ def _counts(pods: list[PodInfo]) -> PodCounts:
 
 
 class ClusterIndex:
-    """Sorted, de-duplicated views of a snapshot plus per-node free capacity."""
+    """Sorted, de-duplicated views of a snapshot plus per-node free capacity.
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    Given the `previous` index of the same cluster (the operator's last cycle), a group
+    whose pods are the very objects it summarized keeps its `GroupPods`: the operator's
+    cache parses a pod anew for each new version only, so most groups are unchanged
+    between cycles, and summarizing every group again was most of the index's cost
+    (`python -m bench.snapshot`). The result is the same as without it.
+    """
+
+    def __init__(self, snapshot: Snapshot, previous: ClusterIndex | None = None) -> None:
         self.nodes: tuple[NodeInfo, ...] = _unique(snapshot.nodes, lambda n: n.name)
         self.node_position = {node.name: i for i, node in enumerate(self.nodes)}
         self.node_by_name = {node.name: node for node in self.nodes}
@@ -170,7 +180,7 @@ class ClusterIndex:
         self._index_priorities(snapshot.priority_classes)
         self.base_exclusions = tuple(static_exclusion(node, NO_CONSTRAINTS) for node in self.nodes)
         self._index_usage()
-        self._index_members()
+        self._index_members(previous)
         self._trees: dict[str | None, DomainTree] = {}
         for name in (None, *self.topologies):
             self.tree(name)
@@ -272,7 +282,7 @@ class ClusterIndex:
         self.cluster_total = total
         self.max_allocatable = largest
 
-    def _index_members(self) -> None:
+    def _index_members(self, previous: ClusterIndex | None) -> None:
         """Pods per group; a waiting pod of ours with no group is a group of one."""
         members: dict[GroupKey, list[PodInfo]] = {}
         singles: dict[GroupKey, PodInfo] = {}
@@ -285,18 +295,48 @@ class ClusterIndex:
             elif pod.node_name and not pod.finished and is_ours(pod):
                 loose_running.append(pod)
         by_name = self.node_by_name
-        self.members = {
-            key: GroupPods.of(pods, self.pod_priority, by_name) for key, pods in members.items()
+        kept: Mapping[GroupKey, GroupPods] = (
+            previous.members if previous is not None and self._same_priorities(previous) else {})
+        self.members: dict[GroupKey, GroupPods] = {
+            key: _kept(kept.get(key), pods, by_name, previous)
+            or GroupPods.of(pods, self.pod_priority, by_name)
+            for key, pods in members.items()
         }
         self.singles = singles
         self.loose_running = tuple(loose_running)
         self.loose_requests = total_requests(loose_running, by_name)
+
+    def _same_priorities(self, other: ClusterIndex) -> bool:
+        """Pods without a priority of their own are given the same one by both."""
+        return (self.priority_values, self.default_priority) == (
+            other.priority_values, other.default_priority)
 
     def _single_key(self, pod: PodInfo) -> GroupKey:
         key = GroupKey(pod.key)
         if key in self.groups or key in self.invalid_groups:
             return GroupKey(key_of(pod.namespace, f"pod:{pod.name}"))
         return key
+
+
+def _kept(
+    summary: GroupPods | None,
+    pods: list[PodInfo],
+    nodes: Mapping[str, NodeInfo],
+    previous: ClusterIndex | None,
+) -> GroupPods | None:
+    """The previous index's summary of a group if it still holds: the very same pod
+    objects in the same order, and a `gpu-memory` pod on a node on the very same node
+    object (the node's GPU memory sets what the pod is charged)."""
+    if summary is None or previous is None or len(summary.pods) != len(pods):
+        return None
+    before = previous.node_by_name
+    for old, new in zip(summary.pods, pods, strict=True):
+        if old is not new:
+            return None
+        if new.gpu_memory and new.node_name and (
+                before.get(new.node_name) is not nodes.get(new.node_name)):
+            return None
+    return summary
 
 
 def total_requests(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from phalanx.core.model import PodInfo
 from phalanx.core.parse.gpu_share import parse_gpu_index
@@ -31,12 +31,18 @@ class AssumedPods:
     def __init__(self, ttl_seconds: float) -> None:
         self._ttl = ttl_seconds
         self._pods: dict[str, Assumption] = {}
+        # pod key -> (the parsed pod, where it was assumed, the pod as shown there)
+        self._shown: dict[str, tuple[PodInfo, str, str, PodInfo]] = {}
 
     def __len__(self) -> int:
         return len(self._pods)
 
     def __contains__(self, pod_key: object) -> bool:
         return pod_key in self._pods
+
+    def __iter__(self) -> Iterator[str]:
+        """The keys of the assumed pods."""
+        return iter(self._pods)
 
     def node_of(self, pod_key: str) -> str | None:
         entry = self._pods.get(pod_key)
@@ -59,13 +65,14 @@ class AssumedPods:
 
     def forget(self, pod_key: str) -> None:
         self._pods.pop(pod_key, None)
+        self._shown.pop(pod_key, None)
 
     def expire(self, pods: Mapping[str, Body], now: float) -> None:
         """Drop entries the watch confirmed (pod on a node, or gone) or that timed out."""
         for key, entry in list(self._pods.items()):
             pod = pods.get(key)
             if pod is None or pod.get("spec", {}).get("nodeName") or entry.expires <= now:
-                del self._pods[key]
+                self.forget(key)
 
     def shown(self, pod: PodInfo) -> PodInfo:
         """The pod as the core should see it: if assumed (and not on a node yet), on its
@@ -74,5 +81,10 @@ class AssumedPods:
         entry = self._pods.get(pod.key) if self._pods else None
         if entry is None or pod.node_name:
             return pod
+        made = self._shown.get(pod.key)  # the same object each cycle: see `ClusterIndex`
+        if made is not None and made[0] is pod and made[1:3] == (entry.node, entry.devices):
+            return made[3]
         devices = parse_gpu_index(entry.devices) if entry.devices else None
-        return bound_on(pod, entry.node, devices)
+        shown = bound_on(pod, entry.node, devices)
+        self._shown[pod.key] = (pod, entry.node, entry.devices, shown)
+        return shown

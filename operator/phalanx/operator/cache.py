@@ -50,6 +50,12 @@ def slim(body: Body) -> dict[str, Any]:
     return {**{k: v for k, v in body.items() if k != "metadata"}, "metadata": meta}
 
 
+class WatchStore(dict[Hashable, tuple[Body, ...]]):
+    """A store whose entries are tuples, replaced and never changed in place (a watch's,
+    `kube/raw_watch.py`): a shallow copy is a moment's picture of it, which `view` takes
+    in one step instead of copying every entry (at bench-5000, 20,870 pods' entries)."""
+
+
 View = Mapping[Kind, Mapping[Hashable, Sequence[Body]]]  # the stores at one moment
 Parsed = object  # the core type (NodeInfo, PodInfo, ...), an InvalidObject, or None
 Entry = tuple[Body, Parsed]
@@ -127,12 +133,12 @@ class ClusterCache:
     @classmethod
     def from_objects(cls, objects: Iterable[Body]) -> ClusterCache:
         """A cache over plain objects (for tests and one-shot tools)."""
-        by_kind: dict[Kind, dict[Hashable, list[Body]]] = {kind: {} for kind in Kind}
+        by_kind: dict[Kind, WatchStore] = {kind: WatchStore() for kind in Kind}
         for body in objects:
             kind = kind_of_body(body)
             if kind is not None:
                 key = object_key(body)
-                by_kind[kind][(body.get("kind"), key) if kind is Kind.WORKLOAD else key] = [body]
+                by_kind[kind][(body.get("kind"), key) if kind is Kind.WORKLOAD else key] = (body,)
         return cls(by_kind)
 
     def objects(self, kind: Kind) -> Iterator[Body]:
@@ -146,10 +152,11 @@ class ClusterCache:
         return self._parsed.read(kind, self._stores.get(kind, {}))
 
     def view(self) -> View:
-        """The stores' bodies as they are now: lists of references, cheap to copy, which a
-        worker thread can parse (`parsed_in`) while the watches go on changing the live
-        stores (iterating a live store from a thread could meet it changing size)."""
-        return {kind: {key: list(store[key]) for key in list(store)}
+        """The stores' bodies as they are now: references, cheap to copy, which a worker
+        thread can parse (`parsed_in`) while the watches go on changing the live stores
+        (iterating a live store from a thread could meet it changing size)."""
+        return {kind: store.copy() if isinstance(store, WatchStore)
+                else {key: list(store[key]) for key in list(store)}
                 for kind, store in self._stores.items()}
 
     def parsed_in(self, view: View, kind: Kind) -> list[Entry]:

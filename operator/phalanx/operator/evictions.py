@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from phalanx.core.eviction import Eviction
 from phalanx.core.model import PodInfo
@@ -27,9 +27,14 @@ class EvictionBook:
         self._ttl = ttl_seconds
         self._asked: dict[str, float] = {}  # pod key -> when the overlay ends (inf: in flight)
         self._refused: dict[str, float] = {}  # pod key -> when its eviction was refused
+        self._shown: dict[str, tuple[PodInfo, PodInfo]] = {}  # key -> (parsed, as shown)
 
     def __contains__(self, key: object) -> bool:
         return key in self._asked
+
+    def __iter__(self) -> Iterator[str]:
+        """The keys of the pods being evicted or shown so."""
+        return iter(self._asked)
 
     def start(self, evictions: Sequence[Eviction]) -> list[Eviction]:
         """The evictions not asked for already; from now on their pods show as leaving."""
@@ -46,19 +51,19 @@ class EvictionBook:
 
     def refused(self, key: str, now: float) -> None:
         """The API server refused it (PodDisruptionBudget): the pod stays, the core knows."""
-        self._asked.pop(key, None)
+        self._drop(key)
         self._refused[key] = now
 
     def failed(self, key: str) -> None:
         """Not evicted for another reason: the next cycle decides again."""
-        self._asked.pop(key, None)
+        self._drop(key)
 
     def expire(self, pods: Mapping[str, Body], now: float) -> None:
         """Drop what the watch confirmed (pod leaving or gone), and what timed out."""
         for key, until in list(self._asked.items()):
             pod = pods.get(key)
             if pod is None or is_deleting(pod) or until <= now:
-                del self._asked[key]
+                self._drop(key)
         for key, when in list(self._refused.items()):
             if key not in pods or when + self._retry <= now:
                 del self._refused[key]
@@ -70,4 +75,11 @@ class EvictionBook:
         """The pod as the core should see it: being evicted, it shows as terminating."""
         if pod.terminating or pod.key not in self._asked:
             return pod
-        return dataclasses.replace(pod, terminating=True)
+        made = self._shown.get(pod.key)  # the same object each cycle: see `ClusterIndex`
+        if made is None or made[0] is not pod:
+            made = self._shown[pod.key] = (pod, dataclasses.replace(pod, terminating=True))
+        return made[1]
+
+    def _drop(self, key: str) -> None:
+        self._asked.pop(key, None)
+        self._shown.pop(key, None)

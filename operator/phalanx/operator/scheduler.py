@@ -28,14 +28,20 @@ from phalanx.core.node_loss import lost_nodes
 from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.snapshot import ClusterIndex, Snapshot
 from phalanx.observe.logging import cycle_context, group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangWritten
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
-from phalanx.operator.cache_snapshot import Unseen, assemble, parse_view, parsed_objects
+from phalanx.operator.cache_snapshot import (
+    Shown,
+    Unseen,
+    assemble,
+    parse_view,
+    parsed_objects,
+)
 from phalanx.operator.capacity import capacity_after
 from phalanx.operator.compose import (
     binding_failed_event,
@@ -99,6 +105,7 @@ class Scheduler:
         self.workload_gangs = WorkloadGangs(self.writes)
         self.backoffs: dict[GroupKey, Backoff] = {}  # the last cycle's, for the next snapshot
         self.partial_since: dict[GroupKey, float] = {}  # the same
+        self.index: ClusterIndex | None = None  # the last cycle's, for the next snapshot
         self._capacity: asyncio.Future[None] | None = None  # the last cycle's capacity report
         self.cycles = 0
 
@@ -132,12 +139,13 @@ class Scheduler:
         # interpreter switches threads every few ms). Run on the loop, a 1-3 s cycle at
         # bench-5000 stopped every binding for that long. Only the overlay of this
         # process's own writes is made on the loop, where their books are kept.
-        parsed = await asyncio.to_thread(parse_view, self.cache, view)
-        shown = parsed_objects(parsed, self.cache, self.assumed, self.settings.mode,
-                               self.settings.namespaces, pending_groups,
-                               Unseen(self.evicting, self.nominations, now))
+        parsed = await asyncio.to_thread(parse_view, self.cache, view, self.settings.mode,
+                                         self.settings.namespaces)
+        shown = parsed_objects(parsed, self.cache, self.assumed, self.settings.namespaces,
+                               pending_groups, Unseen(self.evicting, self.nominations, now))
         snapshot, result, snapshot_seconds = await asyncio.to_thread(
             self._decide, shown, self.evicting.refused_lately(), now)
+        self.index = snapshot.index
         decided = self.clock() - now
         self.backoffs = {d.group: d.backoff for d in result.groups if d.backoff is not None}
         self.partial_since = {d.group: d.partial_since for d in result.groups
@@ -163,11 +171,11 @@ class Scheduler:
         return result
 
     def _decide(
-        self, shown: list[object], refused: frozenset[str], now: float,
+        self, shown: Shown, refused: frozenset[str], now: float,
     ) -> tuple[Snapshot, CycleResult, float]:
         """Assemble the snapshot and run the core (in a worker thread): the snapshot, the
         core's result and the seconds from the cycle's start to the snapshot."""
-        snapshot = assemble(shown, self.backoffs, refused, self.partial_since)
+        snapshot = assemble(shown, self.backoffs, refused, self.partial_since, self.index)
         snapshot_seconds = self.clock() - now
         return snapshot, run_cycle(snapshot, self.core_config, now), snapshot_seconds
 

@@ -23,7 +23,7 @@ from phalanx.core.parse.node import parse_node
 from phalanx.core.parse.pod import parse_pod
 from phalanx.core.parse.queue import parse_queue
 from phalanx.core.parse.topology import parse_network_topology, parse_priority_class
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.snapshot import ClusterIndex, Snapshot
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "Node": parse_node,
@@ -83,6 +83,7 @@ def assemble_snapshot(
     backoffs: Mapping[GroupKey, Backoff] | None = None,
     eviction_refused: Iterable[str] = (),
     partial_since: Mapping[GroupKey, float] | None = None,
+    previous: ClusterIndex | None = None,
 ) -> Snapshot:
     """Parsed objects (any order, None skipped) -> Snapshot: levels named by node labels
     are resolved and workload pods join their groups. Nothing is parsed here, so a
@@ -90,7 +91,8 @@ def assemble_snapshot(
     `backoffs` are the groups' backoffs from the previous cycle's decisions (state the
     objects do not hold); `eviction_refused` are the pods whose eviction the API server
     refused lately (a PodDisruptionBudget), which the objects do not show either;
-    `partial_since`, when each partly placed gang was first seen so (last decisions).
+    `partial_since`, when each partly placed gang was first seen so (last decisions);
+    `previous`, an earlier snapshot's index the new one may take unchanged parts from.
     """
     by_type: dict[type, list[Any]] = {kind: [] for kind in _TYPES}
     for item in parsed:
@@ -112,6 +114,7 @@ def assemble_snapshot(
         backoffs=backoffs or {},
         eviction_refused=frozenset(eviction_refused),
         partial_since=partial_since or {},
+        previous=previous,
     )
 
 

@@ -23,7 +23,7 @@ import orjson
 import structlog
 from kubernetes_asyncio import client as k8s
 
-from phalanx.operator.cache import Body, object_key, slim
+from phalanx.operator.cache import Body, WatchStore, object_key, slim
 from phalanx.operator.clock import Clock, MonotonicClock
 
 log = structlog.get_logger("phalanx.operator")
@@ -80,7 +80,7 @@ class RawWatch:
         self.on_change = on_change
         # An object added or deleted (new work, or capacity freed); else `on_change`.
         self.on_arrival = on_arrival or on_change
-        self.store: dict[Hashable, tuple[Body]] = {}
+        self.store = WatchStore()
         # Given each listed page's bodies (slimmed, as they will be stored) as it arrives,
         # while the API server builds the next page: the cache parses them there.
         self.on_listed: Callable[[Sequence[Body]], None] | None = None
