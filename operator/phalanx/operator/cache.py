@@ -81,15 +81,20 @@ class ParsedObjects:
         """Every object of `store` with its parsed form, parsing only what is new."""
         known = self._entries.get(kind, {})
         fresh: dict[Hashable, Entry] = {}
-        for key in list(store):
-            for position, body in enumerate(store[key]):
+        entries: list[Entry] = []
+        for key, bodies in list(store.items()):
+            for position, body in enumerate(bodies):
                 slot = (key, position)
                 entry = known.get(slot)
-                if entry is None or not same_version(entry[0], body):
+                if entry is None or (entry[0] is not body and not same_version(entry[0], body)):
                     entry = (body, self.parse(body))
+                    if not version_of(body):  # nothing to know it by next time
+                        entries.append(entry)
+                        continue
                 fresh[slot] = entry
+                entries.append(entry)
         self._entries[kind] = fresh
-        return list(fresh.values())
+        return entries
 
     def warm(self, kind: Hashable, bodies: Iterable[Body]) -> None:
         """Parse `bodies` now, ahead of the read that will find them in the store under
@@ -98,7 +103,8 @@ class ParsedObjects:
         cycle. Until that read, entries of objects gone are kept; it drops them."""
         known = self._entries.setdefault(kind, {})
         for body in bodies:
-            known[(object_key(body), 0)] = (body, self.parse(body))
+            if version_of(body):  # else it is parsed when read, as every time
+                known[(object_key(body), 0)] = (body, self.parse(body))
 
     def parse(self, body: Body) -> Parsed:
         """Parse one body (no memory): its core type, or the InvalidObject it raised."""
@@ -110,15 +116,22 @@ class ParsedObjects:
 
 def same_version(old: Body, new: Body) -> bool:
     """The same object at the same resourceVersion. A body without one (made by hand, in
-    tests and files) has no version to trust: it is parsed every time."""
-    new_meta = new.get("metadata") or {}
-    version = new_meta.get("resourceVersion")
+    tests and files) has no version to trust: it is parsed every time (`read` does not
+    keep its parsed form, so finding the same body again is the same version)."""
+    version = version_of(new)
     if not version:
         return False
     if old is new:
         return True
     old_meta = old.get("metadata") or {}
+    new_meta = new.get("metadata") or {}
     return (old_meta.get("resourceVersion"), old_meta.get("uid")) == (version, new_meta.get("uid"))
+
+
+def version_of(body: Body) -> str | None:
+    """The body's resourceVersion, None (or "") if it has none."""
+    version = (body.get("metadata") or {}).get("resourceVersion")
+    return str(version) if version else None
 
 
 class ClusterCache:
