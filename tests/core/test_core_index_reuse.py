@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core_builders import gang, node
+from core_builders import gang, node, pod
 
 from phalanx.core import PriorityClassInfo, Snapshot
 from phalanx.core.model import NodeInfo, PodInfo
@@ -17,6 +17,33 @@ def members_equal(got: ClusterIndex, want: ClusterIndex) -> None:
     assert got.members == want.members
     assert (got.singles, got.loose_running, got.loose_requests) == (
         want.singles, want.loose_running, want.loose_requests)
+
+
+def usage_equal(got: ClusterIndex, want: ClusterIndex) -> None:
+    assert (got.free, got.pods_free, got.gpu_pods, got.shared_nodes) == (
+        want.free, want.pods_free, want.gpu_pods, want.shared_nodes)
+    assert (got.pods_allocatable, got.base_exclusions, got.cluster_total,
+            got.max_allocatable) == (want.pods_allocatable, want.base_exclusions,
+                                     want.cluster_total, want.max_allocatable)
+    assert [got.device_usage(i) for i in got.shared_nodes] == [
+        want.device_usage(i) for i in want.shared_nodes]
+
+
+def test_a_node_keeps_its_figures_only_while_it_and_its_pods_are_the_same() -> None:
+    nodes = [node("n1"), node("n2"), node("n3")]
+    pods = [pod("p1", gpus=2, node_name="n1"), pod("p2", gpus=0, node_name="n2", gpu_milli=500),
+            pod("p3", gpus=1, node_name="n3")]
+    first = Snapshot(nodes=nodes, pods=pods)
+    same = Snapshot(nodes=nodes, pods=pods, previous=first.index)
+    usage_equal(same.index, Snapshot(nodes=nodes, pods=pods).index)
+    assert same.index.gpu_pods[0] is first.index.gpu_pods[0]  # taken over
+    smaller = replace(node("n1", gpus=4), labels={"new": "label"})
+    later = [smaller, nodes[1], nodes[2]]  # n1 changed; on n2 a pod arrived; n3 lost one
+    pods = [*pods[:2], pod("p4", gpus=0, node_name="n2", gpu_milli=700)]
+    second = Snapshot(nodes=later, pods=pods, previous=same.index)
+    usage_equal(second.index, Snapshot(nodes=later, pods=pods).index)
+    assert second.index.free[0]["nvidia.com/gpu"] == 2000
+    assert second.index.free[2]["nvidia.com/gpu"] == 8000
 
 
 def test_unchanged_groups_are_taken_over_and_changed_ones_summarized_again() -> None:

@@ -198,6 +198,8 @@ def assert_same(got: Snapshot, want: Snapshot) -> None:
     assert got_index.members == want_index.members
     assert (got_index.singles, got_index.loose_running, got_index.free, got_index.pods_free) == (
         want_index.singles, want_index.loose_running, want_index.free, want_index.pods_free)
+    assert (got_index.gpu_pods, got_index.shared_nodes, got_index.cluster_total) == (
+        want_index.gpu_pods, want_index.shared_nodes, want_index.cluster_total)
 
 
 def landed(body: dict[str, Any], node_name: str) -> dict[str, Any]:

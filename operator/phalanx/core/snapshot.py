@@ -9,6 +9,7 @@ work kube-scheduler's cache does incrementally before it hands out a snapshot.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
@@ -40,6 +41,7 @@ from phalanx.core.predicates import NO_CONSTRAINTS, static_exclusion
 from phalanx.core.resources import NO_NODES, charged
 from phalanx.core.result import Binding, PodCounts
 from phalanx.core.shapes import Shape, same_shape, shape_of
+from phalanx.core.status import Exclusion
 from phalanx.topology.tree import DomainTree, tree_for
 
 UNLIMITED_PODS = 1 << 30
@@ -159,10 +161,11 @@ class ClusterIndex:
     """Sorted, de-duplicated views of a snapshot plus per-node free capacity.
 
     Given the `previous` index of the same cluster (the operator's last cycle), a group
-    whose pods are the very objects it summarized keeps its `GroupPods`: the operator's
-    cache parses a pod anew for each new version only, so most groups are unchanged
-    between cycles, and summarizing every group again was most of the index's cost
-    (`python -m bench.snapshot`). The result is the same as without it.
+    whose pods are the very objects it summarized keeps its `GroupPods`, and a node that
+    is the very same object with the very same pods on it keeps its free capacity: the
+    operator's cache parses an object anew for each new version only, so most groups
+    and nodes are unchanged between cycles, and summarizing every group again was most
+    of the index's cost (`python -m bench.snapshot`). The result is the same as without.
     """
 
     def __init__(self, snapshot: Snapshot, previous: ClusterIndex | None = None) -> None:
@@ -178,8 +181,8 @@ class ClusterIndex:
         self.eviction_refused = frozenset(snapshot.eviction_refused)
         self.invalid_groups = _invalid_groups(snapshot.invalid)
         self._index_priorities(snapshot.priority_classes)
-        self.base_exclusions = tuple(static_exclusion(node, NO_CONSTRAINTS) for node in self.nodes)
-        self._index_usage()
+        self._index_nodes(previous)
+        self._index_usage(previous)
         self._index_members(previous)
         self._trees: dict[str | None, DomainTree] = {}
         for name in (None, *self.topologies):
@@ -234,44 +237,46 @@ class ClusterIndex:
             )
         return column
 
-    def _index_usage(self) -> None:
+    def _index_usage(self, previous: ClusterIndex | None) -> None:
         """Free capacity per node: allocatable minus requests of its unfinished pods. A
         node's free nvidia.com/gpu counts only devices nothing holds (x 1000): a device
-        with part of it taken by a fractional pod is no longer free for whole-GPU pods."""
-        free = [dict(node.allocatable) for node in self.nodes]
-        pods_free = [
-            node.allocatable[PODS] // 1000 if PODS in node.allocatable else UNLIMITED_PODS
-            for node in self.nodes
-        ]
-        self.pods_allocatable: tuple[int, ...] = tuple(pods_free)
+        with part of it taken by a fractional pod is no longer free for whole-GPU pods.
+        A node that is the very same object in the `previous` index, with the very same
+        pods on it, keeps its figures from there: on a cluster whose pods run, taking
+        every pod's requests off its node again is most of this."""
         self._allocatable: dict[str, tuple[int, ...]] = {}
-        position = self.node_position
-        gpu_pods: dict[int, list[PodInfo]] = {}
-        shared: set[int] = set()
-        for pod in self.pods:
-            if not pod.node_name or pod.finished:
-                continue
-            index = position.get(pod.node_name)
-            if index is None:
-                continue
-            node_free = free[index]
-            for name, amount in pod.requests.items():
-                node_free[name] = node_free.get(name, 0) - amount
-            pods_free[index] -= 1
-            if holds_gpus(pod):
-                gpu_pods.setdefault(index, []).append(pod)
-                if pod.fractional:
-                    shared.add(index)
-        self.gpu_pods: dict[int, list[PodInfo]] = gpu_pods
-        self.shared_nodes: frozenset[int] = frozenset(shared)  # some device partly held
+        self.gpu_pods: dict[int, list[PodInfo]] = {}
         self._device_usage: dict[int, DeviceUsage] = {}
-        for index in shared:
-            devices = whole_free(self.device_usage(index).used) * DEVICE
-            free[index][GPU] = min(free[index].get(GPU, 0), devices)
-        for node_free in free:
-            node_free.pop(PODS, None)
+        self.on_nodes = self._pods_on_nodes()
+        free: list[dict[str, int]] = []
+        pods_free: list[int] = []
+        shared: list[int] = []
+        for index, node in enumerate(self.nodes):
+            pods = self.on_nodes.get(index, [])
+            kept = previous._usage_of(node, pods) if previous is not None else None
+            usage = self._node_usage(index, pods) if kept is None else self._keep(index, *kept)
+            free.append(usage[0])
+            pods_free.append(usage[1])
+            if usage[2]:
+                shared.append(index)
         self.free: tuple[dict[str, int], ...] = tuple(free)
         self.pods_free: tuple[int, ...] = tuple(pods_free)
+        self.shared_nodes: frozenset[int] = frozenset(shared)  # some device partly held
+
+    def _index_nodes(self, previous: ClusterIndex | None) -> None:
+        """What the nodes alone give (taken over if they are the very same objects)."""
+        if previous is not None and len(previous.nodes) == len(self.nodes) and all(
+                map(operator.is_, previous.nodes, self.nodes)):
+            self.pods_allocatable: tuple[int, ...] = previous.pods_allocatable
+            self.base_exclusions: tuple[Exclusion | None, ...] = previous.base_exclusions
+            self.cluster_total: dict[str, int] = previous.cluster_total
+            self.max_allocatable: dict[str, int] = previous.max_allocatable
+            return
+        self.pods_allocatable = tuple(
+            node.allocatable[PODS] // 1000 if PODS in node.allocatable else UNLIMITED_PODS
+            for node in self.nodes
+        )
+        self.base_exclusions = tuple(static_exclusion(node, NO_CONSTRAINTS) for node in self.nodes)
         total: dict[str, int] = {}
         largest: dict[str, int] = {}
         for node in self.nodes:
@@ -281,6 +286,54 @@ class ClusterIndex:
                     total[name] = total.get(name, 0) + amount
         self.cluster_total = total
         self.max_allocatable = largest
+
+    def _pods_on_nodes(self) -> dict[int, list[PodInfo]]:
+        """The unfinished pods on each node (by position), in key order."""
+        on_nodes: dict[int, list[PodInfo]] = {}
+        position = self.node_position
+        for pod in self.pods:
+            if pod.node_name and not pod.finished:
+                index = position.get(pod.node_name)
+                if index is not None:
+                    on_nodes.setdefault(index, []).append(pod)
+        return on_nodes
+
+    def _node_usage(self, index: int, pods: list[PodInfo]) -> tuple[dict[str, int], int, bool]:
+        """The node's free resources and pod slots, and whether a device is partly held."""
+        free = dict(self.nodes[index].allocatable)
+        for pod in pods:
+            for name, amount in pod.requests.items():
+                free[name] = free.get(name, 0) - amount
+        holders = [pod for pod in pods if holds_gpus(pod)]
+        if holders:
+            self.gpu_pods[index] = holders
+        shared = any(pod.fractional for pod in holders)
+        if shared:
+            devices = whole_free(self.device_usage(index).used) * DEVICE
+            free[GPU] = min(free.get(GPU, 0), devices)
+        free.pop(PODS, None)
+        return free, self.pods_allocatable[index] - len(pods), shared
+
+    def _usage_of(self, node: NodeInfo, pods: list[PodInfo]) -> tuple[ClusterIndex, int] | None:
+        """Where this index holds the figures of `node` with `pods` on it, if it does."""
+        index = self.node_position.get(node.name)
+        if index is None or self.nodes[index] is not node:
+            return None
+        before = self.on_nodes.get(index, [])
+        if len(before) != len(pods) or not all(map(operator.is_, before, pods)):
+            return None
+        return self, index
+
+    def _keep(self, index: int, previous: ClusterIndex,
+              at: int) -> tuple[dict[str, int], int, bool]:
+        """The node's figures as `previous` had them at `at` (a copy of its free resources:
+        the core's state copies before it changes them, but nothing else needs to)."""
+        if at in previous.gpu_pods:
+            self.gpu_pods[index] = previous.gpu_pods[at]
+        usage = previous._device_usage.get(at)
+        if usage is not None:
+            self._device_usage[index] = usage
+        return dict(previous.free[at]), previous.pods_free[at], at in previous.shared_nodes
 
     def _index_members(self, previous: ClusterIndex | None) -> None:
         """Pods per group; a waiting pod of ours with no group is a group of one."""
