@@ -34,10 +34,10 @@ class Reader:
 
     def get(self, path: str, default: Any = None) -> Any:
         current: Any = self.obj
-        for part in path.split("."):
+        for part in _PARTS.get(path) or _split(path):
             if current is None:
                 return default
-            if not is_mapping(current):
+            if type(current) is not dict and not isinstance(current, Mapping):  # is_mapping
                 raise self.error(path, f"expected an object at {part!r}")
             current = current.get(part)
         return default if current is None else current
@@ -116,6 +116,16 @@ class Reader:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         return moment.timestamp()
+
+
+# Each path's parts, split once: `get` runs some 20 times a pod, every cycle for the pods
+# that changed. The paths are the parsers' literals, a few dozen.
+_PARTS: dict[str, tuple[str, ...]] = {}
+
+
+def _split(path: str) -> tuple[str, ...]:
+    parts = _PARTS[path] = tuple(path.split("."))
+    return parts
 
 
 def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
