@@ -6,8 +6,9 @@ from operator_fakes import pod, podgroup
 
 from phalanx.config.settings import Mode
 from phalanx.operator.assumed import AssumedPods
-from phalanx.operator.cache import ClusterCache, Kind
+from phalanx.operator.cache import ByKey, ClusterCache, Kind, WatchStore
 from phalanx.operator.cache_snapshot import take_snapshot
+from phalanx.operator.pods import pod_key
 
 CONTAINERS = [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]
 
@@ -48,3 +49,14 @@ def test_cache_reads_objects_by_kind():
     cache = ClusterCache.from_objects([pod("a"), podgroup()])
     assert cache.get(Kind.POD, "ns/a")["metadata"]["name"] == "a"
     assert [g["metadata"]["name"] for g in cache.objects(Kind.POD_GROUP)] == ["g"]
+
+
+def test_a_views_pods_are_read_by_their_pod_key_without_copying():
+    store = WatchStore({"ns/a": (pod("a"),), "other/b": (pod("b", namespace="other"),),
+                        "ns/gone": ()})
+    pods = ByKey(ClusterCache({Kind.POD: store}).view()[Kind.POD])
+    store["ns/c"] = (pod("c"),)  # after the view: not in it
+    assert {key: pod_key(body) for key, body in pods.items()} == {
+        "ns/a": "ns/a", "other/b": "other/b"}
+    assert len(pods) == 2
+    assert "ns/gone" not in pods and pods.get("ns/c") is None

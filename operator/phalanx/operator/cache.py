@@ -57,6 +57,28 @@ class WatchStore(dict[Hashable, tuple[Body, ...]]):
 
 
 View = Mapping[Kind, Mapping[Hashable, Sequence[Body]]]  # the stores at one moment
+
+
+class ByKey(Mapping[str, Body]):
+    """A view's store read as object key -> body (the first under the key; a watch's
+    store has one), without copying it: for pods, `namespace/name` as `pods.pod_key`
+    gives it. Building that dict on the event loop each cycle made a string per pod (at
+    bench-5000, 20,870) where a cycle looks up only the pods it writes or recovers."""
+
+    def __init__(self, store: Mapping[Hashable, Sequence[Body]]) -> None:
+        self._store = store
+
+    def __getitem__(self, key: str) -> Body:
+        bodies = self._store[key]
+        if not bodies:
+            raise KeyError(key)
+        return bodies[0]
+
+    def __iter__(self) -> Iterator[str]:
+        return (str(key) for key, bodies in self._store.items() if bodies)
+
+    def __len__(self) -> int:
+        return sum(1 for bodies in self._store.values() if bodies)
 Parsed = object  # the core type (NodeInfo, PodInfo, ...), an InvalidObject, or None
 Entry = tuple[Body, Parsed]
 

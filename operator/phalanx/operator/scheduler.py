@@ -34,7 +34,7 @@ from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangWritten
-from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
+from phalanx.operator.cache import Body, ByKey, ClusterCache, Kind, object_key
 from phalanx.operator.cache_snapshot import (
     Shown,
     Unseen,
@@ -56,7 +56,6 @@ from phalanx.operator.evictor import VictimsEvicted, victims_of
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS, Api
 from phalanx.operator.nominations import NominationBook
 from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve
-from phalanx.operator.pods import pod_key
 from phalanx.operator.reports import Reports
 from phalanx.operator.upstream_status import released_status
 from phalanx.operator.workload_gangs import WorkloadGangs
@@ -128,7 +127,7 @@ class Scheduler:
         await self.capacity_reported()  # the last cycle's: its writes before this cycle's
         now = self.clock()
         view = self.cache.view()
-        pods = {pod_key(p): p for bodies in view.get(Kind.POD, {}).values() for p in bodies}
+        pods = ByKey(view.get(Kind.POD, {}))
         self.assumed.expire(pods, now)
         self.evicting.expire(pods, now)
         await self._recover_plans(pods)
