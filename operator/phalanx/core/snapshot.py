@@ -248,13 +248,16 @@ class ClusterIndex:
         self.gpu_pods: dict[int, list[PodInfo]] = {}
         self._device_usage: dict[int, DeviceUsage] = {}
         self.on_nodes = self._pods_on_nodes()
+        kept = self._kept_nodes(previous) if previous is not None else {}
         free: list[dict[str, int]] = []
         pods_free: list[int] = []
         shared: list[int] = []
-        for index, node in enumerate(self.nodes):
-            pods = self.on_nodes.get(index, [])
-            kept = previous._usage_of(node, pods) if previous is not None else None
-            usage = self._node_usage(index, pods) if kept is None else self._keep(index, *kept)
+        for index in range(len(self.nodes)):
+            at = kept.get(index)
+            if previous is None or at is None:
+                usage = self._node_usage(index, self.on_nodes.get(index, ()))
+            else:
+                usage = self._keep(index, previous, at)
             free.append(usage[0])
             pods_free.append(usage[1])
             if usage[2]:
@@ -298,7 +301,8 @@ class ClusterIndex:
                     on_nodes.setdefault(index, []).append(pod)
         return on_nodes
 
-    def _node_usage(self, index: int, pods: list[PodInfo]) -> tuple[dict[str, int], int, bool]:
+    def _node_usage(self, index: int,
+                    pods: Sequence[PodInfo]) -> tuple[dict[str, int], int, bool]:
         """The node's free resources and pod slots, and whether a device is partly held."""
         free = dict(self.nodes[index].allocatable)
         for pod in pods:
@@ -314,15 +318,19 @@ class ClusterIndex:
         free.pop(PODS, None)
         return free, self.pods_allocatable[index] - len(pods), shared
 
-    def _usage_of(self, node: NodeInfo, pods: list[PodInfo]) -> tuple[ClusterIndex, int] | None:
-        """Where this index holds the figures of `node` with `pods` on it, if it does."""
-        index = self.node_position.get(node.name)
-        if index is None or self.nodes[index] is not node:
-            return None
-        before = self.on_nodes.get(index, [])
-        if len(before) != len(pods) or not all(map(operator.is_, before, pods)):
-            return None
-        return self, index
+    def _kept_nodes(self, previous: ClusterIndex) -> dict[int, int]:
+        """Where `previous` holds the figures of a node (position -> its position there):
+        the very same node object with the very same pods on it."""
+        kept: dict[int, int] = {}
+        old_position, old_nodes, old_on = previous.node_position, previous.nodes, previous.on_nodes
+        for index, node in enumerate(self.nodes):
+            at = old_position.get(node.name)
+            if at is None or old_nodes[at] is not node:
+                continue
+            pods, before = self.on_nodes.get(index, ()), old_on.get(at, ())
+            if len(pods) == len(before) and all(map(operator.is_, pods, before)):
+                kept[index] = at
+        return kept
 
     def _keep(self, index: int, previous: ClusterIndex,
               at: int) -> tuple[dict[str, int], int, bool]:
