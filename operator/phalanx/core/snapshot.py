@@ -224,6 +224,28 @@ class ClusterIndex:
         return usage
 
     @cached_property
+    def evictable_groups(
+        self,
+    ) -> tuple[tuple[GroupKey, GroupInfo | None, GroupPods, tuple[PodInfo, ...]], ...]:
+        """Groups with running pods on known nodes (those pods last) that may lose them: a
+        PodGroup's, or pods that all are ours (others' pods are never victims). Found when
+        first asked: a cycle asks for the eviction units' priority bounds, a reservation's
+        renewal and its take-back, and each pass over 10,000 groups was a twentieth of a
+        late Alibaba simulator cycle."""
+        position = self.node_position
+        found: list[tuple[GroupKey, GroupInfo | None, GroupPods, tuple[PodInfo, ...]]] = []
+        for key, pods in self.members.items():
+            if not pods.running:
+                continue
+            group = self.groups.get(key)
+            if group is None and not all(is_ours(p) for p in pods.running):
+                continue
+            running = tuple(p for p in pods.running if p.node_name in position)
+            if running:
+                found.append((key, group, pods, running))
+        return tuple(found)
+
+    @cached_property
     def gpu_counts(self) -> tuple[int, ...]:
         """Every node's GPU devices (`NodeInfo.gpu_count`), for scans over all nodes."""
         return tuple(node.gpu_count for node in self.nodes)

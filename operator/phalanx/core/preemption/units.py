@@ -14,10 +14,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from phalanx.core.model import GroupInfo, PodInfo
+from phalanx.core.model import PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.resources import charged, total_of
-from phalanx.core.snapshot import ClusterIndex, GroupPods, is_ours
+from phalanx.core.snapshot import ClusterIndex, GroupPods
 
 
 @dataclass(slots=True, eq=False)
@@ -58,7 +58,7 @@ def build_units(
     a tenth of a busy simulator cycle."""
     refused = index.eviction_refused
     units: list[Unit] = []
-    for key, group, pods, running in _evictable_groups(index):
+    for key, group, pods, running in index.evictable_groups:
         if near is not None and near.isdisjoint(map(_NODE_NAME, running)):
             continue
         queue = group.queue if group is not None else DEFAULT_QUEUE
@@ -90,29 +90,12 @@ def priority_bounds(
         low, high = bounds.get(queue, (priority, priority))
         bounds[queue] = (min(low, priority), max(high, priority))
 
-    for key, group, pods, _ in _evictable_groups(index):
+    for key, group, pods, _ in index.evictable_groups:
         queue = group.queue if group is not None else DEFAULT_QUEUE
         note(queue, _group_priority(index, key, pods, group_priority))
     for pod in _evictable_loose(index):
         note(DEFAULT_QUEUE, index.pod_priority(pod))
     return bounds
-
-
-def _evictable_groups(
-    index: ClusterIndex,
-) -> Iterator[tuple[GroupKey, GroupInfo | None, GroupPods, tuple[PodInfo, ...]]]:
-    """Groups with running pods on known nodes (those pods last) that may lose them: a
-    PodGroup's, or pods that all are ours (others' pods are never victims)."""
-    position = index.node_position
-    for key, pods in index.members.items():
-        if not pods.running:
-            continue
-        group = index.groups.get(key)
-        if group is None and not all(is_ours(p) for p in pods.running):
-            continue
-        running = tuple(p for p in pods.running if p.node_name in position)
-        if running:
-            yield key, group, pods, running
 
 
 def _evictable_loose(index: ClusterIndex) -> Iterator[PodInfo]:
