@@ -163,10 +163,13 @@ def _timed(
     config: SchedulerConfig,
 ) -> GroupDecision:
     """The decision with the group's timeout backoff: kept while held, renewed (doubled)
-    when a try ran past the timeout again, dropped once scheduled."""
-    previous = snapshot.backoffs.get(work.key)
+    when a try ran past the timeout again, dropped once scheduled (most groups: they
+    return at once)."""
     if work.key in backing_off:
-        return replace(decision, backoff=previous, held=True)
+        return replace(decision, backoff=snapshot.backoffs.get(work.key), held=True)
+    if decision.scheduled:
+        return decision
+    previous = snapshot.backoffs.get(work.key)
     backoff = next_backoff(work.group, decision.scheduled, previous, now, config)
     if backoff is None:
         return decision
@@ -333,9 +336,13 @@ def _decide(
 
 
 def _on_nodes(work: GroupWork) -> int:
-    """A plain loop: a generator per group, for 10,000 groups, cost more than the count."""
+    """A plain loop: a generator per group, for 10,000 groups, cost more than the count;
+    none when every pod of the group runs (each is on its node), as most do."""
+    pods = work.pods
+    if pods is not None and len(pods.pods) == len(pods.running):
+        return len(pods.running)
     count = 0
-    for pod in work.pods.pods if work.pods is not None else work.running:
+    for pod in pods.pods if pods is not None else work.running:
         if pod.node_name:
             count += 1
     return count

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from operator import attrgetter
 
 from phalanx.core.model import GroupInfo, PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
@@ -79,8 +80,11 @@ def build_works(index: ClusterIndex) -> list[GroupWork]:
     keys |= {key for key, pods in index.members.items() if pods.waiting}
     works = [_group_work(index, key) for key in sorted(keys)]
     works.extend(_single_work(index, key, pod) for key, pod in sorted(index.singles.items()))
-    works.sort(key=lambda work: work.key)
+    works.sort(key=_KEY)
     return works
+
+
+_KEY = attrgetter("key")
 
 
 def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
@@ -115,7 +119,7 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
         creation=group.creation,
         running=pods.running,
         waiting=waiting,
-        shapes=shapes_of(waiting, uniform=pods.shape),
+        shapes=shapes_of(waiting, uniform=pods.shape) if waiting else (),
         mandatory=len(gang) if problem is None else 0,
         counts=counts,
         problem=problem,

@@ -52,6 +52,8 @@ def release_partial(
 def _check(
     snapshot: Snapshot, decision: GroupDecision, now: float, config: SchedulerConfig
 ) -> tuple[GroupDecision, PartialRelease | None]:
+    if not 0 < decision.placed < decision.min_member:  # not partial: most groups, at once
+        return decision, None
     group = snapshot.index.groups.get(decision.group)
     if group is None or decision.implicit or not is_partial(decision, group.phase):
         return decision, None
