@@ -229,9 +229,15 @@ class CycleState:
             c if c <= (whole := free // DEVICE * per if free > 0 else 0) else whole
             for c, free in zip(counts, self.column(GPU), strict=True)
         ]  # min(c, whole GPUs free * per), without the slower builtin calls
+        remembered = self._slot_counts  # read here first: a call per node cost more
         for node in self._used.keys() | self.index.shared_nodes:
-            if counts[node]:
-                capped[node] = min(counts[node], self._device_slots(node, milli))
+            count = counts[node]
+            if count:
+                known = remembered.get(node)
+                room = known.get(milli) if known is not None else None
+                if room is None:
+                    room = self._device_slots(node, milli)
+                capped[node] = count if count < room else room
         return capped
 
     def column(self, name: str) -> list[int]:
