@@ -205,6 +205,10 @@ def _request(
 
 
 def _anchors(state: CycleState, work: GroupWork, outcome: _Outcome) -> tuple[int, ...]:
+    """The nodes of the group's pods, running or bound this cycle (none for most waiting
+    gangs, asked again for each of the 2,000 that wait in a late Alibaba cycle)."""
+    if not work.running and not outcome.bound:
+        return ()
     position = state.index.node_position
     nodes = {position[p.node_name] for p in work.running if p.node_name in position}
     nodes.update(node for _, node in outcome.bound)
