@@ -12,13 +12,18 @@ for room to evict or reserve, the groups waiting on a starvation reservation (th
 message says nodes are reserved for them), and a hash of the whole result (bindings,
 evictions, releases, every group decision and message). Two commits give the same
 decisions when their "decisions digest" lines are equal: that is how speed-ups of the core
-are shown to change nothing.
+are shown to change nothing. `--profile-cycle N` runs cycle N under cProfile and writes its
+statistics to `--profile-out` (that cycle's CPU figure then includes the profiler's cost;
+its result, and so the digest, are unchanged).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import hashlib
+import io
+import pstats
 import sys
 import time
 from collections.abc import Callable
@@ -45,12 +50,19 @@ class CycleRecord:
 class Recorder:
     cycles: list[CycleRecord] = field(default_factory=list)
     searches: int = 0
+    profile_cycle: int = 0  # the cycle (numbered from 1) to run under cProfile, 0: none
+    profile: pstats.Stats | None = None
 
     def run_cycle(self, run: Callable[..., CycleResult]) -> Callable[..., CycleResult]:
         def wrapped(*args: Any, **kwargs: Any) -> CycleResult:
             self.searches = 0
+            profiler = cProfile.Profile() if len(self.cycles) + 1 == self.profile_cycle else None
             started = time.process_time()
-            result = run(*args, **kwargs)
+            if profiler is not None:
+                result = profiler.runcall(run, *args, **kwargs)
+                self.profile = pstats.Stats(profiler)
+            else:
+                result = run(*args, **kwargs)
             cpu = time.process_time() - started
             reserved = sum(1 for d in result.groups if RESERVED in d.message)
             digest = hashlib.sha256(repr(result).encode()).hexdigest()
@@ -82,18 +94,41 @@ def report(cycles: list[CycleRecord]) -> list[str]:
     return lines
 
 
+def profile_text(stats: pstats.Stats, header: str, rows: int = 60) -> str:
+    """The profile by cumulative, then by own time, under a header naming the run."""
+    out = io.StringIO()
+    out.write(header + "\n")
+    for order in ("cumulative", "tottime"):
+        stats.stream = out  # type: ignore[attr-defined]
+        stats.sort_stats(order).print_stats(rows)
+    return out.getvalue()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     sim_cli.add_arguments(parser)
+    parser.add_argument("--profile-cycle", type=int, default=0,
+                        help="run this cycle (numbered from 1) under cProfile")
+    parser.add_argument("--profile-out", default="",
+                        help="where to write that cycle's profile (default: stdout)")
     args = parser.parse_args(argv)
     if args.policy == "all":
         print("one policy at a time (its cycles are recorded)", file=sys.stderr)
         return 2
-    recorder = Recorder()
+    recorder = Recorder(profile_cycle=args.profile_cycle)
     core_policy.run_cycle = recorder.run_cycle(core_policy.run_cycle)  # type: ignore[assignment]
     Finder.find = recorder.find(Finder.find)  # type: ignore[method-assign]
     code = sim_cli.run(args)
     print("\n".join(report(recorder.cycles)))
+    if recorder.profile is not None:
+        command = " ".join(argv if argv is not None else sys.argv[1:])
+        header = f"cycle {args.profile_cycle} of: python -m bench.sim_cycles {command}"
+        text = profile_text(recorder.profile, header)
+        if args.profile_out:
+            with open(args.profile_out, "w") as out:
+                out.write(text)
+        else:
+            print(text)
     return code
 
 
