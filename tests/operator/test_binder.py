@@ -4,6 +4,8 @@ failures rolled back."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Callable
 
 from operator_fakes import FakeApi, pod
 
@@ -116,3 +118,35 @@ async def test_a_gang_larger_than_the_bound_uses_every_slot_and_gives_them_back(
     small, small_pods = gang(3)
     await binder.place_gang("ns/h", small, small_pods)  # the slots came back
     assert binder.in_flight == 0
+
+
+def ticking() -> Callable[[], float]:
+    """A clock one second later at every reading: every reply looks slow."""
+    moments = itertools.count()
+    return lambda: float(next(moments))
+
+
+async def test_slow_replies_leave_fewer_bindings_in_flight_for_the_next_gangs():
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
+    assert binder.in_flight_limit == 64  # a quarter of the ceiling at first
+    assignments, pods = gang(64)
+    await binder.place_gang("ns/a", assignments, pods)
+    assert binder.in_flight_limit == 16  # halved at each window: the floor
+    api.max_in_flight = 0
+    assignments, pods = gang(64)
+    await binder.place_gang("ns/b", {k.replace("p", "q"): v for k, v in assignments.items()},
+                            {k.replace("p", "q"): v for k, v in pods.items()})
+    assert api.max_in_flight == 16
+
+
+async def test_quick_replies_while_gangs_wait_raise_the_bound_to_the_ceiling():
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 128, lambda: 0.0, reply_target_seconds=0.5)
+    writes = []
+    for g in range(40):
+        assignments = {f"ns/g{g}-{i}": "n1" for i in range(8)}
+        writes.append(binder.place_gang(f"ns/g{g}", assignments,
+                                        {k: pod(k.split("/")[1]) for k in assignments}))
+    await asyncio.gather(*writes)
+    assert binder.in_flight_limit == 128

@@ -115,3 +115,47 @@ async def test_every_gang_gets_its_turn_in_order_and_a_large_one_alone():
         oldest.end()
     assert order == list(range(len(sizes)))
     assert slots.free == 8
+
+
+async def test_after_a_shrink_no_gang_starts_until_the_bursts_in_flight_give_enough_back():
+    slots = GangSlots(8, alone_from=100)
+    held = await slots.take(6)
+    slots.resize(4)  # the burst keeps its 6: -2 free
+    waiting = asking(slots, 3)
+    await turns()
+    assert slots.free == -2 and not waiting.done()
+    for _ in range(4):
+        held.sender_done()
+    await turns()
+    assert slots.free == 2 and not waiting.done()  # 3 of the new 4 are needed
+    held.sender_done()
+    await turns()
+    assert waiting.done() and waiting.result().senders == 3 and slots.free == 0
+    held.end()
+    waiting.result().end()
+    assert slots.free == 4
+
+
+async def test_a_waiting_gang_is_judged_by_the_limit_when_its_turn_comes():
+    slots = GangSlots(8)  # alone from half the limit
+    held = await slots.take(3)
+    waiting = asking(slots, 3)  # 5 free: it would go; but others wait before it
+    slots.resize(6)  # alone from 3 pods now: it waits for everything to be back
+    await turns()
+    assert not waiting.done()  # 3 free < 6 it needs alone
+    held.end()
+    await turns()
+    burst = waiting.result()
+    assert burst.alone and burst.senders == 3 and slots.free == 0
+
+
+async def test_a_growth_wakes_the_gangs_in_line_but_never_beside_one_going_alone():
+    slots = GangSlots(4)
+    alone = await slots.take(4)
+    later = asking(slots, 1)
+    slots.resize(8)  # 4 free now, but a gang goes alone
+    await turns()
+    assert not later.done()
+    alone.end()
+    await turns()
+    assert later.done() and slots.free == 7

@@ -154,7 +154,11 @@ class Settings(BaseSettings):
     debounce_seconds: float = Field(default=0.2, ge=0)  # quiet time after a change
     max_delay_seconds: float = Field(default=1.0, gt=0)  # a busy stream still gets cycles
     cycle_period_seconds: float = Field(default=5.0, gt=0)  # a cycle at least this often
-    binding_concurrency: int = Field(default=384, ge=1, le=1024)  # bindings in flight, all gangs
+    binding_concurrency: int = Field(default=384, ge=1, le=1024)  # bindings in flight, at most
+    # The reply time the bound on bindings in flight aims for (operator/in_flight_limit.py):
+    # fewer in flight while replies are slower, more (up to binding_concurrency) while
+    # quicker. None: always binding_concurrency.
+    binding_reply_target_seconds: float | None = Field(default=0.5, gt=0)
     assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
     partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
     discovery_period_seconds: float = Field(default=30.0, gt=0)  # CRDs installed later

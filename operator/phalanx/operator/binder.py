@@ -26,6 +26,7 @@ from phalanx.core.names import GPU_INDEX_ANNOTATION
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body
 from phalanx.operator.gates import ungate_patch
+from phalanx.operator.in_flight_limit import InFlightLimit
 from phalanx.operator.kube.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.pods import is_gated
 from phalanx.operator.slots import Burst, GangSlots
@@ -65,10 +66,13 @@ class GangBinder:
         assumed: AssumedPods,
         concurrency: int,
         clock: Callable[[], float] = time.time,
+        reply_target_seconds: float | None = None,
     ) -> None:
         self._api = api
         self._assumed = assumed
-        self._slots = GangSlots(concurrency)
+        self._limit = (InFlightLimit(concurrency, reply_target_seconds)
+                       if reply_target_seconds is not None else None)
+        self._slots = GangSlots(self._limit.limit if self._limit else concurrency)
         self._clock = clock
         self.requests = 0
         self.in_flight = 0  # pods assumed whose write is not answered yet
@@ -171,11 +175,26 @@ class GangBinder:
                 self._track(-unsent)
         return replies
 
+    @property
+    def in_flight_limit(self) -> int:
+        """The bound on binding requests in flight now (see in_flight_limit.py)."""
+        return self._slots.limit
+
+    def _replied(self, seconds: float) -> None:
+        """One reply's time to the limit; the slots follow its judgement."""
+        if self._limit is None:
+            return
+        limit = self._limit.observe(seconds, self._slots.in_line > 0)
+        if limit is not None:
+            self._slots.resize(limit)
+
     async def _place_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
+        sent = self._clock()
         try:
             reply = await self._write_pod(pod_key, node, pod, devices)
         finally:
             self._track(-1)
+        self._replied(self._clock() - sent)
         if reply.ok:
             self._assumed.written(pod_key, self._clock())
         return reply

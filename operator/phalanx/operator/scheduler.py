@@ -95,7 +95,7 @@ class Scheduler:
         self.health = health or Health()
         self.assumed = AssumedPods(settings.assume_seconds)
         self.writes = Writes(api, self.assumed, settings.binding_concurrency, clock,
-                             settings.preemption.eviction)
+                             settings.preemption.eviction, settings.binding_reply_target_seconds)
         self.evicting = EvictionBook(settings.preemption.eviction_retry_seconds,
                                      settings.assume_seconds)
         self.nominations = NominationBook()
@@ -431,5 +431,6 @@ class Scheduler:
                      waiting=waiting, gangs_started=len(placing),
                      pods_started=sum(placing.values()), assumed=len(self.assumed),
                      writes_in_flight=len(self.writes), invalid=len(result.invalid),
+                     binding_limit=self.writes.binder.in_flight_limit,
                      seconds=round(self.clock() - now, 3), decide_seconds=round(decided, 3),
                      snapshot_seconds=round(snapshot_seconds, 3))

@@ -20,6 +20,8 @@ and 55 bindings per second took over 2 s from its first binding to its last (ben
   takes every slot and is sent through them, still alone, until its last pod.
 
 Small gangs keep sharing the slots, so the API server is never left waiting on one.
+How many slots there are follows the API server's replies (`in_flight_limit.py`); a new
+limit applies from the next gang to start.
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ import collections
 class Burst:
     """The slots one gang holds: `senders` requests may be in flight at once."""
 
-    def __init__(self, slots: GangSlots, senders: int, alone: bool) -> None:
+    def __init__(self, slots: GangSlots, senders: int, alone: bool, held: int) -> None:
         self._slots = slots
         self.senders = senders
         self.alone = alone
-        self._held = slots.limit if alone else senders
+        self._held = held
 
     def sender_done(self) -> None:
         """A sender has nothing left to send: its slot goes back at once, unless the
@@ -47,47 +49,84 @@ class Burst:
     def end(self) -> None:
         """Every request of the gang is answered (or abandoned): what is left goes back."""
         held, self._held = self._held, 0
-        if held:
+        if self.alone and self._slots.alone is self:
+            self._slots.alone = None
+        if held or self.alone:
             self._slots.give(held)
 
 
 class GangSlots:
+    """`limit` slots, resized while gangs hold them (`resize`): `free` is always the
+    limit less what bursts hold, so it may fall below zero after a shrink, and no gang
+    starts until enough comes back."""
+
     def __init__(self, limit: int, alone_from: int | None = None) -> None:
         self.limit = limit
-        self.alone_from = alone_from if alone_from is not None else max(1, limit // 2)
+        self._alone_from = alone_from
         self.free = limit
-        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+        self.alone: Burst | None = None  # the burst going alone, while it is in flight
+        self._waiting: collections.deque[tuple[int, asyncio.Future[Burst]]] = collections.deque()
+
+    @property
+    def alone_from(self) -> int:
+        return self._alone_from if self._alone_from is not None else max(1, self.limit // 2)
+
+    @property
+    def in_line(self) -> int:
+        """Gangs waiting for their turn now (more slots would start them sooner)."""
+        return len(self._waiting)
 
     def goes_alone(self, pods: int) -> bool:
         return pods >= self.alone_from
 
+    def resize(self, limit: int) -> None:
+        """A new bound on requests in flight, from the next gang on; bursts in flight
+        keep what they hold and give it back as before."""
+        self.free += limit - self.limit
+        self.limit = limit
+        self._wake()
+
     async def take(self, pods: int) -> Burst:
         """Wait for the turn of a gang of `pods` pods (see the module's rule)."""
-        senders = max(1, min(pods, self.limit))
-        alone = self.goes_alone(pods)
-        count = self.limit if alone else senders
-        if not self._waiting and self.free >= count:
-            self.free -= count
-            return Burst(self, senders, alone)
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((count, turn))
+        if not self._waiting:
+            burst = self._granted(pods)
+            if burst is not None:
+                return burst
+        turn: asyncio.Future[Burst] = asyncio.get_running_loop().create_future()
+        self._waiting.append((pods, turn))
         try:
-            await turn
+            return await turn
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
-                self.give(count)  # handed over just as the gang was cancelled
+                turn.result().end()  # handed over just as the gang was cancelled
             else:
-                self._waiting.remove((count, turn))
+                self._waiting.remove((pods, turn))
                 self._wake()
             raise
-        return Burst(self, senders, alone)
 
     def give(self, count: int = 1) -> None:
         self.free += count
         self._wake()
 
+    def _granted(self, pods: int) -> Burst | None:
+        """The gang's burst if its turn can start now: its slots (every slot if it goes
+        alone) are free and no gang goes alone; the limit is read now, not when it asked."""
+        if self.alone is not None:
+            return None
+        alone = self.goes_alone(pods)
+        count = self.limit if alone else max(1, min(pods, self.limit))
+        if self.free < count:
+            return None
+        self.free -= count
+        burst = Burst(self, max(1, min(pods, self.limit)), alone, count)
+        if alone:
+            self.alone = burst
+        return burst
+
     def _wake(self) -> None:
-        while self._waiting and self._waiting[0][0] <= self.free:
-            count, turn = self._waiting.popleft()
-            self.free -= count
-            turn.set_result(None)
+        while self._waiting:
+            burst = self._granted(self._waiting[0][0])
+            if burst is None:
+                return
+            _, turn = self._waiting.popleft()
+            turn.set_result(burst)

@@ -75,10 +75,11 @@ class Writes:
         concurrency: int,
         clock: Callable[[], float],
         eviction: EvictionMode = EvictionMode.EVICT,
+        reply_target_seconds: float | None = None,
     ) -> None:
         self._api = api
         self._clock = clock
-        self.binder = GangBinder(api, assumed, concurrency, clock)
+        self.binder = GangBinder(api, assumed, concurrency, clock, reply_target_seconds)
         self.evictor = Evictor(api, eviction, clock)
         self.background = BackgroundWrites(background_concurrency(concurrency))
         self.events = EventRecorder(api)
