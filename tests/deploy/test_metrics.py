@@ -122,4 +122,5 @@ def test_sample_names_cover_unused_labelled_metrics() -> None:
         "phalanx_gpus_free",
         "phalanx_gpus_free_unusable_whole_node",
         "phalanx_api_errors_total",
+        "phalanx_binding_in_flight_limit",
     } <= names

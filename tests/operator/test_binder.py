@@ -126,27 +126,39 @@ def ticking() -> Callable[[], float]:
     return lambda: float(next(moments))
 
 
+def small_gangs(count: int, size: int, prefix: str) -> list[tuple[str, dict[str, str], dict]]:
+    gangs = []
+    for g in range(count):
+        assignments = {f"ns/{prefix}{g}-{i}": "n1" for i in range(size)}
+        gangs.append((f"ns/{prefix}{g}", assignments,
+                      {k: pod(k.split("/")[1]) for k in assignments}))
+    return gangs
+
+
 async def test_slow_replies_leave_fewer_bindings_in_flight_for_the_next_gangs():
     api = FakeApi()
     binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
     assert binder.in_flight_limit == 64  # a quarter of the ceiling at first
-    assignments, pods = gang(64)
-    await binder.place_gang("ns/a", assignments, pods)
-    assert binder.in_flight_limit == 16  # halved at each window: the floor
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "a")))
+    assert binder.in_flight_limit == 32  # at most halved at each window: the floor
     api.max_in_flight = 0
-    assignments, pods = gang(64)
-    await binder.place_gang("ns/b", {k.replace("p", "q"): v for k, v in assignments.items()},
-                            {k.replace("p", "q"): v for k, v in pods.items()})
-    assert api.max_in_flight == 16
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "b")))
+    assert api.max_in_flight == 32
+
+
+async def test_a_gang_going_alone_sends_every_pod_at_once_whatever_the_bound():
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "a")))
+    assert binder.in_flight_limit == 32
+    api.max_in_flight = 0
+    assignments, pods = gang(100)
+    outcome = await binder.place_gang("ns/big", assignments, pods)
+    assert len(outcome.placed) == 100 and api.max_in_flight == 100
 
 
 async def test_quick_replies_while_gangs_wait_raise_the_bound_to_the_ceiling():
     api = FakeApi()
     binder = GangBinder(api, AssumedPods(60), 128, lambda: 0.0, reply_target_seconds=0.5)
-    writes = []
-    for g in range(40):
-        assignments = {f"ns/g{g}-{i}": "n1" for i in range(8)}
-        writes.append(binder.place_gang(f"ns/g{g}", assignments,
-                                        {k: pod(k.split("/")[1]) for k in assignments}))
-    await asyncio.gather(*writes)
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(40, 8, "g")))
     assert binder.in_flight_limit == 128

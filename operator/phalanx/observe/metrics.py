@@ -88,6 +88,12 @@ class Metrics:
             "(fragmentation).",
             registry=r,
         )
+        self._binding_limit = Gauge(
+            "phalanx_binding_in_flight_limit",
+            "Binding requests allowed in flight now; follows the API server's reply time "
+            "(binding_reply_target_seconds), at most binding_concurrency.",
+            registry=r,
+        )
         self._api_errors = Counter(
             "phalanx_api_errors",
             "Failed Kubernetes API calls, by verb and HTTP status code.",
@@ -139,6 +145,9 @@ class Metrics:
         self._gpus_allocated.set(allocated)
         self._gpus_free.set(free)
         self._gpus_free_unusable.set(free_unusable)
+
+    def set_binding_limit(self, limit: int) -> None:
+        self._binding_limit.set(limit)
 
     def record_api_error(self, verb: str, code: int | str) -> None:
         self._api_errors.labels(verb=verb, code=str(code)).inc()

@@ -39,6 +39,7 @@ class GangWritten:
     failed: Mapping[str, str] = dataclasses.field(default_factory=dict)  # pod -> reason
     skipped: str = ""  # why nothing was written
     seconds: float = 0.0  # from the burst's start (its slots taken) to its last reply
+    limit: int = 0  # the bound on bindings in flight when the burst started
 
     @property
     def partial(self) -> bool:
@@ -72,7 +73,9 @@ class GangBinder:
         self._assumed = assumed
         self._limit = (InFlightLimit(concurrency, reply_target_seconds)
                        if reply_target_seconds is not None else None)
-        self._slots = GangSlots(self._limit.limit if self._limit else concurrency)
+        self._slots = GangSlots(self._limit.limit if self._limit else concurrency,
+                                ceiling=concurrency)
+        self._sent = 0  # requests sent, not answered yet
         self._clock = clock
         self.requests = 0
         self.in_flight = 0  # pods assumed whose write is not answered yet
@@ -131,7 +134,7 @@ class GangBinder:
                 self._assumed.forget(pod_key)
             self._track(-len(assignments))
             return GangWritten(group_key, skipped="plan not recorded in the PodGroup's status")
-        started: list[float] = []
+        started: list[tuple[float, int]] = []
         replies = await self._burst(assignments, pods, devices, started)
         placed, failed = [], {}
         for key in assignments:
@@ -141,16 +144,20 @@ class GangBinder:
             else:
                 failed[key] = f"{reply.status} {reply.reason}"
                 self._assumed.forget(key)
-        seconds = self._clock() - started[0] if started else 0.0
-        return GangWritten(group_key, tuple(placed), failed, seconds=seconds)
+        if not started:
+            return GangWritten(group_key, tuple(placed), failed)
+        moment, limit = started[0]
+        return GangWritten(group_key, tuple(placed), failed, seconds=self._clock() - moment,
+                           limit=limit)
 
     async def _burst(
         self, assignments: Mapping[str, str], pods: Mapping[str, Body],
-        devices: Mapping[str, str], started: list[float],
+        devices: Mapping[str, str], started: list[tuple[float, int]],
     ) -> dict[str, Reply]:
         """Every pod's write, on the gang's slots (see slots.py for whose turn it is):
         each sender sends the next pod's request until none is left. `started` gets the
-        moment the slots were taken (the burst's start, for the gang's log line)."""
+        moment the slots were taken (the burst's start, for the gang's log line) and the
+        bound on requests in flight then."""
         todo = iter(list(assignments.items()))
         replies: dict[str, Reply] = {}
         burst: Burst | None = None
@@ -165,7 +172,7 @@ class GangBinder:
 
         try:
             burst = await self._slots.take(len(assignments))
-            started.append(self._clock())
+            started.append((self._clock(), self._slots.limit))
             await asyncio.gather(*(sender(burst) for _ in range(burst.senders)))
         finally:
             if burst is not None:
@@ -184,17 +191,19 @@ class GangBinder:
         """One reply's time to the limit; the slots follow its judgement."""
         if self._limit is None:
             return
-        limit = self._limit.observe(seconds, self._slots.in_line > 0)
+        limit = self._limit.observe(seconds, self._sent, self._slots.in_line > 0)
         if limit is not None:
             self._slots.resize(limit)
 
     async def _place_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
         sent = self._clock()
+        self._sent += 1
         try:
             reply = await self._write_pod(pod_key, node, pod, devices)
+            self._replied(self._clock() - sent)
         finally:
+            self._sent -= 1
             self._track(-1)
-        self._replied(self._clock() - sent)
         if reply.ok:
             self._assumed.written(pod_key, self._clock())
         return reply

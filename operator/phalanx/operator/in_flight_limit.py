@@ -1,6 +1,6 @@
 """How many bindings may be in flight: as many as keep the API server's replies quick.
 
-Past the point where the API server is busy, more requests in flight bring no more
+Past the point where the API server is busy, more requests in flight bring few more
 bindings per second, only longer replies (Little's law: in flight = rate x reply time).
 A gang's pods are bound one request each, sent together; the longer each reply takes, the
 further apart its pods land, and a watcher sees the gang partly bound (bench-5000, 384 in
@@ -8,22 +8,26 @@ flight: ~2.2 s per reply, 25 gangs bound over more than 2 s; 96-128 in flight: 1
 10-12% fewer bindings per second). No fixed number suits every API server and every load,
 so the bound follows the replies:
 
-- After every `window` replies, the median reply time of the window is compared with the
-  target. Slower: the bound shrinks in proportion (at most by half), so a busy API server
-  is given fewer requests at once. Quicker, and some gang had to wait for slots in the
-  window: the bound grows in proportion (at most by a quarter, at least by one), up to the
-  configured ceiling. Quicker and no gang waited: nothing is learnt, nothing changes.
-- It starts at a quarter of the ceiling (and never goes below `floor`), so the first burst
-  does not find out the API server's limit with every gang's bindings at once.
+- After every `window` replies, the rate they came at is read from the window's mean
+  requests in flight and mean reply time (Little's law), and the bound aims at that rate
+  times the target reply time. Replies slower than the target: the bound shrinks to it (at
+  most by half at once, never below `floor`). Quicker, while some gang waited in line for
+  slots: the bound grows to it (at most by a quarter at once, at least by one, never above
+  the ceiling). Quicker and no gang waited: nothing is learnt, nothing changes.
+- The target must be above the quickest reply the API server gives (tens of ms when
+  idle; bench-5000 on a loaded 2-core machine: about half a second): a target below it
+  shrinks the bound to the floor, where the bindings crawl (a first try with 0.5 s: 68
+  pods/s against 85 with a fixed 96, and a 128-pod gang sent in rounds over 12 s).
+- It starts at a quarter of the ceiling, so the first burst does not find out the API
+  server's limit with every gang's bindings at once.
 
-Pure: the binder feeds it reply times and whether gangs waited, and resizes its slots.
+Pure: the binder feeds it reply times, requests in flight and whether gangs wait in line,
+and resizes its slots.
 """
 
 from __future__ import annotations
 
-import statistics
-
-FLOOR = 16  # a bound below this leaves the API server idle between replies
+FLOOR = 32  # a bound below this leaves the API server idle between replies
 START_SHARE = 4  # start at ceiling / START_SHARE
 MAX_SHRINK = 0.5
 MAX_GROWTH = 1.25
@@ -35,36 +39,42 @@ class InFlightLimit:
         self.floor = min(floor, ceiling)
         self.target_seconds = target_seconds
         self.limit = max(self.floor, ceiling // START_SHARE)
-        self._replies: list[float] = []
+        self._replies = 0
+        self._seconds = 0.0
+        self._in_flight = 0
         self._gangs_waited = False
 
     @property
     def window(self) -> int:
         """Replies per judgement: a quarter of the bound, so a decision is made a few times
-        per round of requests in flight, on enough replies for a median."""
+        per round of requests in flight, on enough replies for a mean."""
         return max(8, self.limit // 4)
 
-    def observe(self, reply_seconds: float, gangs_waited: bool) -> int | None:
-        """Record one reply's time; the new bound when a window ends with a change, else
-        None. `gangs_waited`: some gang was waiting for slots when this reply came."""
-        self._replies.append(reply_seconds)
-        self._gangs_waited = self._gangs_waited or gangs_waited
-        if len(self._replies) < self.window:
+    def observe(self, reply_seconds: float, in_flight: int, gangs_waiting: bool) -> int | None:
+        """Record one reply: its time, the requests in flight when it came (itself
+        included) and whether a gang was waiting in line for slots then. The new bound
+        when a window ends with a change, else None."""
+        self._replies += 1
+        self._seconds += reply_seconds
+        self._in_flight += in_flight
+        self._gangs_waited = self._gangs_waited or gangs_waiting
+        if self._replies < self.window:
             return None
-        median = statistics.median(self._replies)
-        new = self._judged(median, self._gangs_waited)
-        self._replies.clear()
-        self._gangs_waited = False
+        new = self._judged(self._seconds / self._replies, self._in_flight / self._replies)
+        self._replies, self._seconds, self._in_flight = 0, 0.0, 0
+        self._gangs_waited, waited = False, self._gangs_waited
+        if not waited and new > self.limit:
+            return None
         if new == self.limit:
             return None
         self.limit = new
         return new
 
-    def _judged(self, median: float, gangs_waited: bool) -> int:
-        if median > self.target_seconds:
-            factor = max(MAX_SHRINK, self.target_seconds / median)
-            return max(self.floor, int(self.limit * factor))
-        if not gangs_waited:
-            return self.limit
-        factor = min(MAX_GROWTH, self.target_seconds / max(median, 1e-9))
-        return min(self.ceiling, max(self.limit + 1, int(self.limit * factor)))
+    def _judged(self, reply_seconds: float, in_flight: float) -> int:
+        """The bound the window asks for: rate x target, within one step of the last."""
+        aimed = in_flight / max(reply_seconds, 1e-9) * self.target_seconds
+        if reply_seconds > self.target_seconds:
+            aimed = max(aimed, self.limit * MAX_SHRINK)
+            return max(self.floor, min(self.limit, int(aimed)))
+        aimed = min(aimed, self.limit * MAX_GROWTH)
+        return min(self.ceiling, max(self.limit + 1, int(aimed)))

@@ -166,6 +166,7 @@ class Scheduler:
         self.cycles += 1
         self._log(result, placing, now, decided, snapshot_seconds)
         self.metrics.observe_cycle(self.clock() - now)
+        self.metrics.set_binding_limit(self.writes.binder.in_flight_limit)
         self.health.beat()
         return result
 
@@ -292,7 +293,7 @@ class Scheduler:
                 log.warning("gang not placed", reason=outcome.skipped)
             elif not outcome.failed:
                 log.info("gang placed", pods=len(outcome.placed),
-                         burst_seconds=round(outcome.seconds, 3))
+                         burst_seconds=round(outcome.seconds, 3), binding_limit=outcome.limit)
             else:
                 pod, reason = next(iter(outcome.failed.items()))
                 log.warning("gang partly placed", placed=len(outcome.placed),

@@ -16,8 +16,10 @@ and 55 bindings per second took over 2 s from its first binding to its last (ben
   starts once no other gang has a request in flight, and no later gang starts before
   its last request is answered. Its bindings then share the API server with nothing
   else of ours: at ~85 bindings per second a 128-pod burst takes 1.5 s alone, and a
-  later gang sent behind its tail only lengthened it. A gang larger than the limit
-  takes every slot and is sent through them, still alone, until its last pod.
+  later gang sent behind its tail only lengthened it. Alone, it sends every pod at once,
+  up to the `ceiling` (the configured bound), even above the current limit: sent
+  through fewer slots, its pods went out in rounds, each as long as a reply
+  (bench-5000: 128 pods through 16 slots, 12 s).
 
 Small gangs keep sharing the slots, so the API server is never left waiting on one.
 How many slots there are follows the API server's replies (`in_flight_limit.py`); a new
@@ -60,8 +62,10 @@ class GangSlots:
     limit less what bursts hold, so it may fall below zero after a shrink, and no gang
     starts until enough comes back."""
 
-    def __init__(self, limit: int, alone_from: int | None = None) -> None:
+    def __init__(self, limit: int, alone_from: int | None = None,
+                 ceiling: int | None = None) -> None:
         self.limit = limit
+        self.ceiling = max(limit, ceiling or limit)  # a gang going alone sends this many
         self._alone_from = alone_from
         self.free = limit
         self.alone: Burst | None = None  # the burst going alone, while it is in flight
@@ -118,7 +122,8 @@ class GangSlots:
         if self.free < count:
             return None
         self.free -= count
-        burst = Burst(self, max(1, min(pods, self.limit)), alone, count)
+        senders = min(pods, self.ceiling if alone else self.limit)
+        burst = Burst(self, max(1, senders), alone, count)
         if alone:
             self.alone = burst
         return burst
