@@ -140,7 +140,7 @@ async def test_slow_replies_leave_fewer_bindings_in_flight_for_the_next_gangs():
     binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
     assert binder.in_flight_limit == 64  # a quarter of the ceiling at first
     await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "a")))
-    assert binder.in_flight_limit == 32  # at most halved at each window: the floor
+    assert binder.in_flight_limit == 32  # a quarter less at each window, to the floor
     api.max_in_flight = 0
     await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "b")))
     assert api.max_in_flight == 32
@@ -160,5 +160,5 @@ async def test_a_gang_going_alone_sends_every_pod_at_once_whatever_the_bound():
 async def test_quick_replies_while_gangs_wait_raise_the_bound_to_the_ceiling():
     api = FakeApi()
     binder = GangBinder(api, AssumedPods(60), 128, lambda: 0.0, reply_target_seconds=0.5)
-    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(40, 8, "g")))
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(80, 8, "g")))
     assert binder.in_flight_limit == 128

@@ -166,7 +166,7 @@ class GangBinder:
             try:
                 for key, node in todo:
                     replies[key] = await self._place_pod(key, node, pods.get(key),
-                                                         devices.get(key, ""))
+                                                         devices.get(key, ""), not burst.alone)
             finally:
                 burst.sender_done()
 
@@ -188,19 +188,23 @@ class GangBinder:
         return self._slots.limit
 
     def _replied(self, seconds: float) -> None:
-        """One reply's time to the limit; the slots follow its judgement."""
+        """One reply's time to the limit; the slots follow its judgement. Only replies
+        of gangs sharing the slots count: a gang going alone is not held to the limit, and
+        its tail, with the API server waiting on its last replies, says nothing of it."""
         if self._limit is None:
             return
         limit = self._limit.observe(seconds, self._sent, self._slots.in_line > 0)
         if limit is not None:
             self._slots.resize(limit)
 
-    async def _place_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
+    async def _place_pod(self, pod_key: str, node: str, pod: Body | None, devices: str,
+                         shared: bool) -> Reply:
         sent = self._clock()
         self._sent += 1
         try:
             reply = await self._write_pod(pod_key, node, pod, devices)
-            self._replied(self._clock() - sent)
+            if shared:
+                self._replied(self._clock() - sent)
         finally:
             self._sent -= 1
             self._track(-1)

@@ -11,9 +11,10 @@ so the bound follows the replies:
 - After every `window` replies, the rate they came at is read from the window's mean
   requests in flight and mean reply time (Little's law), and the bound aims at that rate
   times the target reply time. Replies slower than the target: the bound shrinks to it (at
-  most by half at once, never below `floor`). Quicker, while some gang waited in line for
-  slots: the bound grows to it (at most by a quarter at once, at least by one, never above
+  most by a quarter at once, never below `floor`). Quicker, while some gang waited in line
+  for slots: the bound grows to it (at most by 15% at once, at least by one, never above
   the ceiling). Quicker and no gang waited: nothing is learnt, nothing changes.
+- Only replies to gangs sharing the slots are judged (see the binder).
 - The target must be above the quickest reply the API server gives (tens of ms when
   idle; bench-5000 on a loaded 2-core machine: about half a second): a target below it
   shrinks the bound to the floor, where the bindings crawl (a first try with 0.5 s: 68
@@ -29,8 +30,8 @@ from __future__ import annotations
 
 FLOOR = 32  # a bound below this leaves the API server idle between replies
 START_SHARE = 4  # start at ceiling / START_SHARE
-MAX_SHRINK = 0.5
-MAX_GROWTH = 1.25
+MAX_SHRINK = 0.75
+MAX_GROWTH = 1.15
 
 
 class InFlightLimit:
@@ -46,9 +47,11 @@ class InFlightLimit:
 
     @property
     def window(self) -> int:
-        """Replies per judgement: a quarter of the bound, so a decision is made a few times
-        per round of requests in flight, on enough replies for a mean."""
-        return max(8, self.limit // 4)
+        """Replies per judgement: half the bound, so a decision is made twice per round of
+        requests in flight, on enough replies that one slow reply (a pause of the API
+        server or of this process) does not swing it: with a quarter of the bound and
+        steps of a half and a quarter, the bound swung between 32 and 288 at bench-5000."""
+        return max(16, self.limit // 2)
 
     def observe(self, reply_seconds: float, in_flight: int, gangs_waiting: bool) -> int | None:
         """Record one reply: its time, the requests in flight when it came (itself
@@ -75,6 +78,6 @@ class InFlightLimit:
         aimed = in_flight / max(reply_seconds, 1e-9) * self.target_seconds
         if reply_seconds > self.target_seconds:
             aimed = max(aimed, self.limit * MAX_SHRINK)
-            return max(self.floor, min(self.limit, int(aimed)))
+            return max(self.floor, min(self.limit, round(aimed)))
         aimed = min(aimed, self.limit * MAX_GROWTH)
-        return min(self.ceiling, max(self.limit + 1, int(aimed)))
+        return min(self.ceiling, max(self.limit + 1, round(aimed)))
