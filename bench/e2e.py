@@ -289,8 +289,7 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
         stop_progress.set()
         sampler.stop()
         bound = dict(bindings.bound)
-        pods_listing = json.loads(endpoint.get_text(
-            f"/api/v1/namespaces/{workload.namespace}/pods", timeout=300.0))
+        pods_listing = endpoint.list_items(f"/api/v1/namespaces/{workload.namespace}/pods")
     finally:
         bindings.stop()
         watcher.terminate()
