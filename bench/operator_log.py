@@ -3,7 +3,8 @@
     python -m bench.operator_log RUN_DIR/arrival-phalanx/logs/phalanx-operator.log
 
 bench.e2e runs the operator with `--log-format=json`: a "cycle" line per cycle that
-started writes (its `seconds`, `snapshot_seconds` and `writes_in_flight`) and a "gang
+started writes (its `seconds`, `snapshot_seconds`, `writes_in_flight` and the garbage
+collector's pauses since the last such line, `gc_seconds` and `gc_longest`) and a "gang
 placed" line per gang once the API server answered all its bindings (with
 `burst_seconds`, from its slots taken to its last reply, and the cycle that decided it).
 Per gang, from the end of the cycle that decided it: until its burst started (the plan's
@@ -29,6 +30,8 @@ class Cycle:
     seconds: float
     snapshot_seconds: float
     writes_in_flight: int
+    gc_seconds: float = 0.0  # the collector's pauses since the last cycle line
+    gc_longest: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,9 @@ def read_log(lines: Iterable[str]) -> tuple[dict[int, Cycle], list[Gang]]:
         if entry.get("event") == "cycle":
             cycles[int(entry["cycle"])] = Cycle(stamp(entry), float(entry["seconds"]),
                                                 float(entry.get("snapshot_seconds", 0.0)),
-                                                int(entry.get("writes_in_flight", 0)))
+                                                int(entry.get("writes_in_flight", 0)),
+                                                float(entry.get("gc_seconds", 0.0)),
+                                                float(entry.get("gc_longest", 0.0)))
         elif entry.get("event") == "gang placed":
             gangs.append(Gang(str(entry.get("group", "")), stamp(entry),
                               int(entry.get("cycle", 0)),
@@ -78,11 +83,15 @@ def summary(cycles: dict[int, Cycle], gangs: Sequence[Gang]) -> list[str]:
         "burst": [g.burst_seconds for g in known],
         "cycle end -> last reply": [g.placed - cycles[g.cycle].ended for g in known],
     }
-    lines = [f"{len(cycles)} cycles with writes; {len(known)} gangs placed"]
+    lines = [f"{len(cycles)} cycles with writes; {len(known)} gangs placed; the garbage "
+             f"collector paused {sum(c.gc_seconds for c in cycles.values()):.2f} s in all "
+             "(from cycle lines)"]
     for name, values in (("cycle seconds", [c.seconds for c in cycles.values()]),
                          ("snapshot seconds", [c.snapshot_seconds for c in cycles.values()]),
                          ("writes in flight", [float(c.writes_in_flight)
-                                               for c in cycles.values()])):
+                                               for c in cycles.values()]),
+                         ("gc pauses between", [c.gc_seconds for c in cycles.values()]),
+                         ("gc longest pause", [c.gc_longest for c in cycles.values()])):
         if values:
             lines.append(f"  {name:<26} mean {statistics.fmean(values):7.2f}  "
                          f"max {max(values):7.2f}")

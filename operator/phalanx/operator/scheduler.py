@@ -29,6 +29,7 @@ from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.snapshot import ClusterIndex, Snapshot
+from phalanx.observe.gc_pauses import recorded_pauses
 from phalanx.observe.logging import cycle_context, group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
@@ -94,6 +95,7 @@ class Scheduler:
         self.metrics = metrics or Metrics()
         self.health = health or Health()
         self.assumed = AssumedPods(settings.assume_seconds)
+        self._gc = recorded_pauses()  # the collector's pauses since the last cycle logged
         self.writes = Writes(api, self.assumed, settings.binding_concurrency, clock,
                              settings.preemption.eviction, settings.binding_reply_target_seconds)
         self.evicting = EvictionBook(settings.preemption.eviction_retry_seconds,
@@ -428,10 +430,13 @@ class Scheduler:
     ) -> None:
         waiting = sum(1 for d in result.groups if not d.scheduled)
         if placing or self.cycles % 60 == 1:
+            paused = self._gc.since()
             log.info("cycle", cycle=self.cycles, groups=len(result.groups),
                      waiting=waiting, gangs_started=len(placing),
                      pods_started=sum(placing.values()), assumed=len(self.assumed),
                      writes_in_flight=len(self.writes), invalid=len(result.invalid),
                      binding_limit=self.writes.binder.in_flight_limit,
                      seconds=round(self.clock() - now, 3), decide_seconds=round(decided, 3),
-                     snapshot_seconds=round(snapshot_seconds, 3))
+                     snapshot_seconds=round(snapshot_seconds, 3),
+                     gc_seconds=round(paused.seconds, 3), gc_full=paused.full,
+                     gc_longest=round(paused.longest, 3))
