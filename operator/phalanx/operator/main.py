@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from typing import Any
 
 import kopf
@@ -17,6 +18,7 @@ from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
 from phalanx.operator.clock import Clock
+from phalanx.operator.frozen_heap import FrozenHeap
 from phalanx.operator.kube.client import (
     UPSTREAM_GROUP_VERSION,
     Api,
@@ -71,7 +73,7 @@ class Operator:
         )
         self.scheduler = Scheduler(
             self.cache, self.api, settings, metrics=self.metrics,
-            health=self.health,
+            health=self.health, heap=FrozenHeap(time.monotonic),
         )
         self.loop = SchedulingLoop(
             self.scheduler.cycle,
@@ -178,6 +180,8 @@ class Operator:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         await self.scheduler.close(timeout=SHUTDOWN_WRITES_SECONDS)
+        if self.scheduler.heap is not None:
+            self.scheduler.heap.thaw()
         await self.api_client.close()
         log.info("operator stopped", cycles=self.loop.cycles)
 

@@ -54,6 +54,7 @@ from phalanx.operator.compose import (
 from phalanx.operator.events import Event
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.evictor import VictimsEvicted, victims_of
+from phalanx.operator.frozen_heap import FrozenHeap
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS, Api
 from phalanx.operator.nominations import NominationBook
 from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve
@@ -87,8 +88,12 @@ class Scheduler:
         clock: Callable[[], float] = time.time,
         metrics: Metrics | None = None,
         health: Health | None = None,
+        heap: FrozenHeap | None = None,
     ) -> None:
+        """`heap`: frozen at each cycle's start (frozen_heap.py); None in tests that share
+        their process's collector with other things."""
         self.cache = cache
+        self.heap = heap
         self.settings = settings = settings or Settings()
         self.core_config = settings.scheduler_config()
         self.clock = clock
@@ -127,6 +132,8 @@ class Scheduler:
 
     async def _cycle(self) -> CycleResult:
         await self.capacity_reported()  # the last cycle's: its writes before this cycle's
+        if self.heap is not None:
+            self.heap.cycle_started()
         now = self.clock()
         view = self.cache.view()
         pods = ByKey(view.get(Kind.POD, {}))
