@@ -15,6 +15,13 @@ so the bound follows the replies:
   for slots: the bound grows to it (at most by 15% at once, at least by one, never above
   the ceiling). Quicker and no gang waited: nothing is learnt, nothing changes.
 - Only replies to gangs sharing the slots are judged (see the binder).
+- The target trades a gang's spread against the share of the API server this process
+  takes while others write too (bench-5000, Phalanx only, same machine load, 21:43-22:18
+  UTC): in backlog mode 0.75 s gave 141 pods/s and 1 gang seen partly bound against 154
+  and 11 with a fixed 384; in arrival mode, where the benchmark's creations share the API
+  server, 0.75 s held the bound near 65 and gangs waited for slots (gang latency p50/p99
+  28.5/51.2 s) where 1.5 s gave 16.1/27.3 s (14 gangs seen partly bound). The default is
+  1.5 s: a gang waiting for its turn costs more than one bound over two seconds.
 - The target must be above the quickest reply the API server gives (tens of ms when
   idle; bench-5000 on a loaded 2-core machine: about half a second): a target below it
   shrinks the bound to the floor, where the bindings crawl (a first try with 0.5 s: 68
