@@ -71,11 +71,9 @@ class InFlightLimit:
         if self._replies < self.window:
             return None
         new = self._judged(self._seconds / self._replies, self._in_flight / self._replies)
-        self._replies, self._seconds, self._in_flight = 0, 0.0, 0
-        self._gangs_waited, waited = False, self._gangs_waited
-        if not waited and new > self.limit:
-            return None
-        if new == self.limit:
+        waited = self._gangs_waited
+        self._replies, self._seconds, self._in_flight, self._gangs_waited = 0, 0.0, 0, False
+        if new == self.limit or (new > self.limit and not waited):
             return None
         self.limit = new
         return new

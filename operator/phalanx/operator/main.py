@@ -71,9 +71,10 @@ class Operator:
         self.api: Api = KubeApi(
             self.api_client, self.metrics, settings.timeouts.api_request_seconds
         )
+        self.heap = FrozenHeap(time.monotonic)  # see frozen_heap.py
         self.scheduler = Scheduler(
             self.cache, self.api, settings, metrics=self.metrics,
-            health=self.health, heap=FrozenHeap(time.monotonic),
+            health=self.health, heap=self.heap,
         )
         self.loop = SchedulingLoop(
             self.scheduler.cycle,
@@ -180,8 +181,7 @@ class Operator:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         await self.scheduler.close(timeout=SHUTDOWN_WRITES_SECONDS)
-        if self.scheduler.heap is not None:
-            self.scheduler.heap.thaw()
+        self.heap.thaw()
         await self.api_client.close()
         log.info("operator stopped", cycles=self.loop.cycles)
 

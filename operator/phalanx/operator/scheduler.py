@@ -93,7 +93,7 @@ class Scheduler:
         """`heap`: frozen at each cycle's start (frozen_heap.py); None in tests that share
         their process's collector with other things."""
         self.cache = cache
-        self.heap = heap
+        self._heap = heap
         self.settings = settings = settings or Settings()
         self.core_config = settings.scheduler_config()
         self.clock = clock
@@ -132,8 +132,8 @@ class Scheduler:
 
     async def _cycle(self) -> CycleResult:
         await self.capacity_reported()  # the last cycle's: its writes before this cycle's
-        if self.heap is not None:
-            self.heap.cycle_started()
+        if self._heap is not None:
+            self._heap.cycle_started()
         now = self.clock()
         view = self.cache.view()
         pods = ByKey(view.get(Kind.POD, {}))
