@@ -133,11 +133,13 @@ class Sampler:
 
 
 class Bindings:
-    """Drains the watcher's queue in a thread: pod name -> ("watch" | "list", time seen)."""
+    """Drains the watcher's queue in a thread: pod name -> ("watch" | "list", time seen),
+    and the watch's breaks: (time, reason, whether it broke while resuming)."""
 
     def __init__(self, source: Any) -> None:
         self.source = source
         self.bound: dict[str, tuple[str, float]] = {}
+        self.breaks: list[tuple[float, str, bool]] = []
         self.ready = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -151,6 +153,8 @@ class Bindings:
                 continue
             if item == ("ready",):
                 self.ready.set()
+            elif item[0] == "break":
+                self.breaks.append(item[1:])
             else:
                 name, source, moment = item
                 self.bound[name] = (source, moment)
@@ -300,8 +304,12 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
     if mode == "backlog":
         before_readings[account] = ProcessReading(0.0, 0.0, 0.0)
     window = Window(measured_from, sent, before, at_last, after, before_readings, end_readings)
-    return _figures(scheduler, account, gangs, submission, bound, pods_listing, window, sampler,
-                    timed_out, cluster)
+    figures = _figures(scheduler, account, gangs, submission, bound, pods_listing, window,
+                       sampler, timed_out, cluster)
+    figures["watch_breaks"] = [{"at_s": round(at - measured_from, 2), "reason": reason[:200],
+                                "while_resuming": resuming}
+                               for at, reason, resuming in bindings.breaks]
+    return figures
 
 
 def _objects_for(scheduler: str, workload: Workload,
