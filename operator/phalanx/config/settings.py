@@ -158,7 +158,7 @@ class Settings(BaseSettings):
     # The reply time the bound on bindings in flight aims for (operator/in_flight_limit.py):
     # fewer in flight while replies are slower, more (up to binding_concurrency) while
     # quicker. None: always binding_concurrency.
-    binding_reply_target_seconds: float | None = Field(default=1.5, gt=0)
+    binding_reply_target_seconds: float | None = Field(default=1.0, gt=0)
     assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
     partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
     discovery_period_seconds: float = Field(default=30.0, gt=0)  # CRDs installed later

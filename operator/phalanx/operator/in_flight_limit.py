@@ -20,8 +20,11 @@ so the bound follows the replies:
   UTC): in backlog mode 0.75 s gave 141 pods/s and 1 gang seen partly bound against 154
   and 11 with a fixed 384; in arrival mode, where the benchmark's creations share the API
   server, 0.75 s held the bound near 65 and gangs waited for slots (gang latency p50/p99
-  28.5/51.2 s) where 1.5 s gave 16.1/27.3 s (14 gangs seen partly bound). The default is
-  1.5 s: a gang waiting for its turn costs more than one bound over two seconds.
+  28.5/51.2 s) where 1.5 s gave 16.1/27.3 s. Once the benchmark's watcher no longer timed
+  bindings late (00:00 UTC, load 5-10 from other work on the machine): backlog at 1.5 s
+  134 pods/s, 4 gangs partly bound, bursts up to 3.6 s; at 1.0 s 119 pods/s, 2 gangs,
+  bursts up to 2.4 s; arrival at 1.0 s p50/p99 35.7/65.4 s and 5 gangs, at 1.5 s
+  33.2/62.3 s and 8 gangs. The default is 1.0 s.
 - The target must be above the quickest reply the API server gives (tens of ms when
   idle; bench-5000 on a loaded 2-core machine: about half a second): a target below it
   shrinks the bound to the floor, where the bindings crawl (a first try with 0.5 s: 68
