@@ -5,6 +5,7 @@ each pod's binding as its watch event arrives.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -159,6 +160,7 @@ def watch_bindings(endpoint: Endpoint, namespace: str, out: Queue[Any]) -> None:
     re-list of 20,000 pods took ~25 s at 5,000 nodes, and every binding of that gap was
     timed at its end: gangs bound together were counted as partly bound.)
     """
+    _ahead_of_the_measured()
     seen: set[str] = set()
     watching: list[bool] = []  # non-empty once ("ready",) was put
     version: str | None = None
@@ -177,6 +179,17 @@ def watch_bindings(endpoint: Endpoint, namespace: str, out: Queue[Any]) -> None:
               f"{'resuming' if version else 'listing again'}", file=sys.stderr, flush=True)
         out.put(("break", time.time(), reason, resumed))
         time.sleep(0.2)
+
+
+def _ahead_of_the_measured(boost: int = 5) -> None:
+    """Run the watcher before the processes it measures when the CPU is short: it times
+    each binding as its event arrives, and a watcher waiting for the CPU behind the API
+    server and the scheduler under test timed bindings late by as much as it waited (at
+    bench-5000 on two cores, a 128-pod gang whose replies all came within 1.6 s was seen
+    bound over 2.5 s). The same for every contender; without the right to raise it
+    (not root), it runs as before."""
+    with contextlib.suppress(PermissionError):
+        os.nice(-boost)
 
 
 class Gone(RuntimeError):
