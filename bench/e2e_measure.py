@@ -183,11 +183,11 @@ def watch_bindings(endpoint: Endpoint, namespace: str, out: Queue[Any]) -> None:
 
 def _ahead_of_the_measured(boost: int = 5) -> None:
     """Run the watcher before the processes it measures when the CPU is short: it times
-    each binding as its event arrives, and a watcher waiting for the CPU behind the API
-    server and the scheduler under test timed bindings late by as much as it waited (at
-    bench-5000 on two cores, a 128-pod gang whose replies all came within 1.6 s was seen
-    bound over 2.5 s). The same for every contender; without the right to raise it
-    (not root), it runs as before."""
+    each binding as its event arrives, so a watcher waiting for the CPU behind the API
+    server and the scheduler under test times bindings late by as much as it waits. The
+    same for every contender; without the right to raise it (not root), it runs as
+    before. (It does not remove kube-apiserver's own delivery lag: at bench-5000 a 128-pod
+    gang whose replies all came within 1.5 s was still seen bound over 3 s.)"""
     with contextlib.suppress(PermissionError):
         os.nice(-boost)
 
