@@ -7,7 +7,9 @@
 
 The arguments are `phalanx sim`'s (one policy), and the run is that command's, with the
 core's `run_cycle` and the preemption `Finder.find` wrapped: per cycle, the CPU time of
-`run_cycle` (`time.process_time`, as the simulator's `scheduler_seconds`), the searches
+`run_cycle` (`time.process_time`, as the simulator's `scheduler_seconds`) and the part of it
+the garbage collector took (`gc.callbacks`: a collection falls into whichever cycle
+allocates the object that sets it off), the searches
 for room to evict or reserve, the groups waiting on a starvation reservation (their
 message says nodes are reserved for them), and a hash of the whole result (bindings,
 evictions, releases, every group decision and message). Two commits give the same
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import hashlib
 import io
 import pstats
@@ -33,6 +36,7 @@ from typing import Any
 from phalanx.cli import sim as sim_cli
 from phalanx.core.preemption.find import Finder
 from phalanx.core.result import CycleResult
+from phalanx.observe.gc_pauses import GcPauses
 from phalanx.sim.policies import core_policy
 
 RESERVED = "are reserved for it"  # the wait message of a group holding a reservation
@@ -44,6 +48,7 @@ class CycleRecord:
     searches: int
     reserved: int
     digest: str
+    gc_seconds: float = 0.0  # of `cpu_seconds`: the collector's pauses inside the cycle
 
 
 @dataclass
@@ -52,11 +57,13 @@ class Recorder:
     searches: int = 0
     profile_cycle: int = 0  # the cycle (numbered from 1) to run under cProfile, 0: none
     profile: pstats.Stats | None = None
+    pauses: GcPauses = field(default_factory=lambda: GcPauses(time.process_time))
 
     def run_cycle(self, run: Callable[..., CycleResult]) -> Callable[..., CycleResult]:
         def wrapped(*args: Any, **kwargs: Any) -> CycleResult:
             self.searches = 0
             profiler = cProfile.Profile() if len(self.cycles) + 1 == self.profile_cycle else None
+            self.pauses.since()
             started = time.process_time()
             if profiler is not None:
                 result = profiler.runcall(run, *args, **kwargs)
@@ -64,9 +71,10 @@ class Recorder:
             else:
                 result = run(*args, **kwargs)
             cpu = time.process_time() - started
+            collected = self.pauses.since().seconds
             reserved = sum(1 for d in result.groups if RESERVED in d.message)
             digest = hashlib.sha256(repr(result).encode()).hexdigest()
-            self.cycles.append(CycleRecord(cpu, self.searches, reserved, digest))
+            self.cycles.append(CycleRecord(cpu, self.searches, reserved, digest, collected))
             return result
         return wrapped
 
@@ -79,15 +87,17 @@ class Recorder:
 
 def report(cycles: list[CycleRecord]) -> list[str]:
     """A line per cycle, then the quantiles and the digest of all results in order."""
-    lines = [f"{'cycle':>5} {'cpu s':>7} {'searches':>8} {'reserved':>8}  result"]
+    lines = [f"{'cycle':>5} {'cpu s':>7} {'gc s':>6} {'searches':>8} {'reserved':>8}  result"]
     for number, cycle in enumerate(cycles, 1):
-        lines.append(f"{number:5d} {cycle.cpu_seconds:7.3f} {cycle.searches:8d} "
+        lines.append(f"{number:5d} {cycle.cpu_seconds:7.3f} {cycle.gc_seconds:6.3f} "
+                     f"{cycle.searches:8d} "
                      f"{cycle.reserved:8d}  {cycle.digest[:12]}")
     cpu = sorted(c.cpu_seconds for c in cycles)
     if cpu:
         at = lambda q: cpu[round(q * (len(cpu) - 1))]  # noqa: E731
         lines.append(f"cpu per cycle p50 {at(0.5):.3f} s, p95 {at(0.95):.3f} s, "
-                     f"max {cpu[-1]:.3f} s; searches {sum(c.searches for c in cycles)}; "
+                     f"max {cpu[-1]:.3f} s; gc {sum(c.gc_seconds for c in cycles):.3f} s in all; "
+                     f"searches {sum(c.searches for c in cycles)}; "
                      f"cycles with a reservation held {sum(1 for c in cycles if c.reserved)}")
     whole = hashlib.sha256("".join(c.digest for c in cycles).encode()).hexdigest()
     lines.append(f"decisions digest {whole}")
@@ -116,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print("one policy at a time (its cycles are recorded)", file=sys.stderr)
         return 2
     recorder = Recorder(profile_cycle=args.profile_cycle)
+    gc.callbacks.append(recorder.pauses)
     core_policy.run_cycle = recorder.run_cycle(core_policy.run_cycle)  # type: ignore[assignment]
     Finder.find = recorder.find(Finder.find)  # type: ignore[method-assign]
     code = sim_cli.run(args)
