@@ -34,7 +34,7 @@ from phalanx.core import (
 )
 from phalanx.core.members import build_works
 from phalanx.core.preemption.rules import Claim
-from phalanx.core.preemption.units import build_units, priority_bounds
+from phalanx.core.preemption.units import Unit, build_units, priority_bounds
 
 SPEC = TopologySpec("default", (TopologyLevel("rack", ("rack",)), TopologyLevel("host", (HOST,))))
 CLASSES = tuple(PriorityClassInfo(f"p{v}", v) for v in (0, 1, 2, 5))
@@ -270,3 +270,25 @@ def test_priority_bounds_are_the_units_and_say_exactly_whether_any_may_be_taken(
     claim = Claim(PREEMPTOR, queue, priority, preempt, reclaim, (queue,), {}, closed)
     possible = any(claim.reason(unit) is not None for unit in units)
     assert claim.may_take(expected) == possible
+
+
+@settings(max_examples=80, deadline=None)
+@given(cases(), st.data())
+def test_the_units_near_some_nodes_are_those_of_the_groups_with_a_pod_there(
+    case: Case, data: st.DataObject
+) -> None:
+    """A reservation's renewal and take-back build only the units of the groups on its
+    nodes (`near`, looked up through `ClusterIndex.groups_on`): none may be missing
+    (every unit with a pod there is one of them), none added."""
+    names = [n.name for n in case.nodes]
+    near = data.draw(st.frozensets(st.sampled_from(names)))
+    index = case.snapshot().index
+    priorities = {work.key: work.priority for work in build_works(index)}
+
+    def seen(units: tuple[Unit, ...]) -> list[tuple[str, bool, tuple[str, ...]]]:
+        return [(u.key, u.whole, tuple(p.key for p in u.pods)) for u in units]
+
+    every = build_units(index, priorities)
+    groups = {u.group for u in every if any(p.node_name in near for p in u.pods)}
+    there = tuple(u for u in every if u.group in groups)
+    assert seen(build_units(index, priorities, near=near)) == seen(there)

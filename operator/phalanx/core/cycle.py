@@ -320,22 +320,23 @@ def _decide(
     else:
         code, reason = StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE
         message = f"{placed} of {work.min_member} pods on nodes"
+    # by position, in field order (by keyword: a thirtieth of a late Alibaba simulator cycle)
     return GroupDecision(
-        group=work.key,
-        admitted=outcome.admitted or len(work.running) >= work.min_member,
-        scheduled=scheduled,
-        placed=placed,
-        code=code,
-        reason=reason,
-        message=message[: config.max_message_length],
-        placement=_placement(state, work, outcome) if outcome.bound else None,
-        queue=work.queue,
-        min_member=work.min_member,
-        priority=work.priority,
-        counts=work.counts,
-        on_nodes=_on_nodes(work) + len(outcome.bound),
-        implicit=work.single,
-        nomination=None if scheduled else nomination,
+        work.key,
+        outcome.admitted or len(work.running) >= work.min_member,  # admitted
+        scheduled,
+        placed,
+        code,
+        reason,
+        message[: config.max_message_length],
+        _placement(state, work, outcome) if outcome.bound else None,
+        work.queue,
+        work.min_member,
+        work.priority,
+        work.counts,
+        work.single,  # implicit
+        None if scheduled else nomination,
+        _on_nodes(work) + len(outcome.bound),
     )
 
 
