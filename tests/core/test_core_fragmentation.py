@@ -136,3 +136,20 @@ def test_remembered_grades_follow_each_placement() -> None:
         kept.place(chosen, arrival)
         done.append((chosen, arrival))
     assert len(done) >= 6
+
+
+
+def test_a_pod_does_not_leave_gpu_milli_beside_less_cpu_than_any_gpu_pod_asks() -> None:
+    # a: one device holds 810 milli (190 left), 5 cores free; the pod would take a's
+    # whole free device and 4 of its cores. The typical shape (1 GPU, 4 cores) loses the
+    # 190 either way, so the grade is the same on a and on b (whole), and b would open a
+    # whole node. A rare pod of 100 milli fits the 190: with 2 cores it would no longer
+    # fit on a, so the pod goes to b; with 1 core it still would, and a wins.
+    held = pod("held", gpus=0, gpu_milli=810, cpu=3, node_name="a", gpu_devices=(0,))
+    typical = [pod(f"t{i}", gpus=1, cpu=4, node_name="c", gpu_devices=(i,)) for i in range(40)]
+    nodes = [node("a", gpus=2, cpu=8), node("b", gpus=2, cpu=32), node("c", gpus=40, cpu=160),
+             node("d", gpus=1, cpu=2)]
+    new = pod("new", gpus=1, cpu=4)
+    for cores, where in ((2, "b"), (1, "a")):
+        rare = pod("rare", gpus=0, gpu_milli=100, cpu=cores, node_name="d", gpu_devices=(0,))
+        assert placed(cycle(nodes, held, typical, rare, new)) == {"default/new": where}

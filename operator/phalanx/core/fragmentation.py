@@ -85,6 +85,11 @@ class ShapeMix:
         self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
         self._cpu_levels: list[int] = []
         self._memory_levels: list[int] = []
+        self.least = (0, 0)
+        """The least cpu and the least memory that any GPU pod of the window asks for,
+        rare shapes included (as of the last refresh): a node with less of either left
+        takes no GPU pod at all, so `phalanx.core.node_choice` keeps pods from leaving
+        GPU milli on such a node."""
         self._refresh()
 
     def observe(self, pod: PodInfo) -> None:
@@ -128,6 +133,11 @@ class ShapeMix:
         self._cpu_levels = sorted({p.cpu for p, _ in self._typical})
         self._memory_levels = sorted({p.memory for p, _ in self._typical})
         self._memo = {}
+        window = self._counts
+        self.least = (
+            min((cpu for cpu, _, _ in window), default=0),
+            min((self._memory[key] for key in window), default=0),
+        )
 
     def fragmentation(self, cpu_free: int, memory_free: int, free: Sequence[int]) -> float:
         """Expected free GPU milli of a node (free milli per device `free`) that the typical

@@ -77,13 +77,17 @@ class OpenNodes:
         return bisect_left(ordered, amount)
 
 
+Grade = tuple[int, int, int, int]
+"""A node's grade for one pod, lower is better (`phalanx.core.node_choice.node_grade`)."""
+
+
 @dataclass(slots=True)
 class NodeGrades:
     """One node's grades for `least_fragmenting`: per pod size (`CycleState.grade_id`),
     None where its devices do not take the pod; `lost`: the node's fragmentation as it
     is (the same for every size, so worked out once)."""
 
-    sizes: dict[int, tuple[int, int, int] | None] = field(default_factory=dict)
+    sizes: dict[int, Grade | None] = field(default_factory=dict)
     lost: float | None = None
 
 
