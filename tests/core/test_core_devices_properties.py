@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import GroupInfo, NodeInfo, PodInfo, Snapshot, run_cycle
-from phalanx.core.devices import device_usage
+from phalanx.core.devices import device_usage, overcommitted, pod_shares, take
 from phalanx.core.names import GPU, GPU_MEMORY_LABEL
 from phalanx.core.snapshot import with_bindings
 
@@ -106,3 +106,24 @@ def test_devices_never_overfill_and_whole_pods_never_share(
 
 def _pod(pods: list[PodInfo], key: str) -> PodInfo:
     return next(p for p in pods if p.key == key)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 8), st.lists(ASK, min_size=0, max_size=10))
+def test_rebuilt_usage_is_the_pod_by_pod_choice(gpus: int, asks: list[tuple[str, int]]) -> None:
+    """`device_usage` places leading whole-GPU pods in index order without scoring; the
+    result must be exactly what choosing each pod's devices in turn gives, over-committed
+    nodes included."""
+    info = nodes_of([gpus, gpus])[1]
+    here = [replace(p, node_name=info.name) for p in arrivals(0, [(a, 0) for a in asks])
+            if isinstance(p, PodInfo)]
+    used = [0] * info.gpu_count
+    expected = {}
+    for p in sorted(here, key=lambda p: p.fractional):
+        chosen = pod_shares(p, info, used)
+        if chosen is None:
+            chosen = overcommitted(p, info, used)
+            take(used, chosen, 1)
+        expected[p.key] = chosen
+    usage = device_usage(info, here)
+    assert usage.shares == expected and list(usage.used) == used
