@@ -1,5 +1,5 @@
 """Each cycle freezes the heap, and every thaw_seconds it is thawed once instead, so
-cyclic garbage frozen by chance is freed in the end (operator/frozen_heap.py)."""
+cyclic garbage frozen by chance is freed in the end (observe/frozen_heap.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from phalanx.operator.frozen_heap import FrozenHeap
+from phalanx.observe.frozen_heap import FrozenHeap
 
 
 @pytest.fixture(autouse=True)

@@ -14,11 +14,11 @@ from kubernetes_asyncio import client as k8s
 
 from phalanx.config import Settings
 from phalanx.core.names import DEFAULT_QUEUE, GROUP_VERSION
+from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
 from phalanx.operator.clock import Clock
-from phalanx.operator.frozen_heap import FrozenHeap
 from phalanx.operator.kube.client import (
     UPSTREAM_GROUP_VERSION,
     Api,

@@ -29,6 +29,7 @@ from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.snapshot import ClusterIndex, Snapshot
+from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.observe.gc_pauses import recorded_pauses
 from phalanx.observe.logging import cycle_context, group_context
 from phalanx.observe.metrics import Metrics
@@ -54,7 +55,6 @@ from phalanx.operator.compose import (
 from phalanx.operator.events import Event
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.evictor import VictimsEvicted, victims_of
-from phalanx.operator.frozen_heap import FrozenHeap
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS, Api
 from phalanx.operator.nominations import NominationBook
 from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve

@@ -25,7 +25,6 @@ carries its devices (`gpu_devices`, the `gpu-index` annotation) into later snaps
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -47,6 +46,7 @@ from phalanx.core.names import CPU, GPU, MEMORY, PODS
 from phalanx.core.nomination import Nomination
 from phalanx.core.result import CycleResult
 from phalanx.core.snapshot import Snapshot
+from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.constraints import node_affinity
 from phalanx.sim.jobrun import JobRun
@@ -139,6 +139,7 @@ class CorePolicy:
         self._nodes = node_infos(cluster)
         self._topologies = (topology_spec(cluster),) if cluster.levels else ()
         self._wall = wall
+        self._heap = FrozenHeap(wall)  # see schedule
         self._position = {node.name: i for i, node in enumerate(cluster.nodes)}
         self._queues = queue_infos(queues)
         self._classes: dict[str, PriorityClassInfo] = {}
@@ -150,7 +151,7 @@ class CorePolicy:
 
     def schedule(self, view: SchedulingView) -> CycleOutcome:
         """The snapshot, then the core's cycle on it with the snapshot out of the cyclic
-        garbage collector's reach (`gc.freeze`, as the engine does before each cycle):
+        garbage collector's reach (`observe/frozen_heap.py`, as the operator's cycle):
         the snapshot is made anew each cycle here (10,000 groups' summaries in a late
         Alibaba cycle), where the operator's index takes most of them over from its last
         cycle, frozen at its cycle's start. Collections inside the core otherwise went
@@ -158,7 +159,7 @@ class CorePolicy:
         (`python -m bench.sim_cycles`, its gc column)."""
         started = self._wall()
         snapshot, pod_job = self.snapshot(view)
-        gc.freeze()
+        self._heap.cycle_started()
         prepared = self._wall()
         result = run_cycle(snapshot, self.config, now=view.now)
         finished = self._wall()

@@ -1,4 +1,5 @@
-"""The operator's long-lived objects kept out of the garbage collector's way.
+"""Long-lived objects kept out of the garbage collector's way (the operator's cache, the
+simulator's snapshot of each cycle).
 
 CPython starts a full collection when the objects that survived into its oldest
 generation since the last one number a quarter of that generation. The operator's cache
