@@ -16,6 +16,7 @@ class FakeApi:
         self.failures: list[tuple[Callable[[str, str], bool], int]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.delay = 0.001  # seconds each request takes; 0: replies in the order sent
 
     def fail(self, predicate: Callable[[str, str], bool], status: int = 404) -> None:
         self.failures.append((predicate, status))
@@ -26,7 +27,7 @@ class FakeApi:
 
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        await asyncio.sleep(0.001)
+        await asyncio.sleep(self.delay)
         self.in_flight -= 1
         self.calls.append((method, path, body))
         for predicate, status in self.failures:

@@ -137,10 +137,11 @@ def small_gangs(count: int, size: int, prefix: str) -> list[tuple[str, dict[str,
 
 async def test_slow_replies_leave_fewer_bindings_in_flight_for_the_next_gangs():
     api = FakeApi()
+    api.delay = 0  # the replies in the order sent, as a server busy with them alone
     binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
     assert binder.in_flight_limit == 64  # a quarter of the ceiling at first
-    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "a")))
-    assert binder.in_flight_limit == 32  # a quarter less at each window, to the floor
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(40, 8, "a")))
+    assert binder.in_flight_limit == 32  # a quarter less every other window, to the floor
     api.max_in_flight = 0
     await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "b")))
     assert api.max_in_flight == 32
@@ -148,8 +149,9 @@ async def test_slow_replies_leave_fewer_bindings_in_flight_for_the_next_gangs():
 
 async def test_a_gang_going_alone_sends_every_pod_at_once_whatever_the_bound():
     api = FakeApi()
+    api.delay = 0  # the replies in the order sent, as a server busy with them alone
     binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
-    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(16, 8, "a")))
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(40, 8, "a")))
     assert binder.in_flight_limit == 32
     api.max_in_flight = 0
     assignments, pods = gang(100)

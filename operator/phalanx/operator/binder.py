@@ -187,13 +187,18 @@ class GangBinder:
         """The bound on binding requests in flight now (see in_flight_limit.py)."""
         return self._slots.limit
 
-    def _replied(self, seconds: float) -> None:
+    @property
+    def in_flight_held(self) -> bool:
+        """Whether that bound holds because replies are slow for others' requests."""
+        return self._limit is not None and self._limit.held
+
+    def _replied(self, seconds: float, in_flight: int) -> None:
         """One reply's time to the limit; the slots follow its judgement. Only replies
         of gangs sharing the slots count: a gang going alone is not held to the limit, and
         its tail, with the API server waiting on its last replies, says nothing of it."""
         if self._limit is None:
             return
-        limit = self._limit.observe(seconds, self._sent, self._slots.in_line > 0)
+        limit = self._limit.observe(seconds, in_flight, self._slots.in_line > 0)
         if limit is not None:
             self._slots.resize(limit)
 
@@ -201,10 +206,11 @@ class GangBinder:
                          shared: bool) -> Reply:
         sent = self._clock()
         self._sent += 1
+        ahead = self._sent  # in flight as it is sent, itself included: what its reply waits on
         try:
             reply = await self._write_pod(pod_key, node, pod, devices)
             if shared:
-                self._replied(self._clock() - sent)
+                self._replied(self._clock() - sent, ahead)
         finally:
             self._sent -= 1
             self._track(-1)

@@ -31,6 +31,26 @@ so the bound follows the replies:
   pods/s against 85 with a fixed 96, and a 128-pod gang sent in rounds over 12 s).
 - It starts at a quarter of the ceiling, so the first burst does not find out the API
   server's limit with every gang's bindings at once.
+- A shrink must pay. Replies are slow for two reasons: this process's own requests, or
+  everybody else's (in arrival mode the benchmark's creations and kwok's status writes
+  share the API server). Shrinking helps only against the first; against the second it
+  only cuts this process's rate: bench-5000 arrival mode, e2e-5000-6, the bound fell to
+  its floor of 32 while replies stayed near a second, up to 1,146 decided pods waited for
+  slots and gangs waited p50 17.3 s for them. So every shrink on slow replies is a trial,
+  judged by the next window: the part of the reply time that is this process's own
+  shows as the reply time following the requests in flight (Little's law again: a
+  server busy with our requests alone answers in proportion to them). The window right
+  after a step is let pass: most of its replies answer requests sent before the step
+  (half the bound per window), so their times say nothing of it. If replies fell by
+  at least half the share the requests fell by, at least half their time was ours: the
+  shrink stays and the rules above go on. If not, the bound goes back to where it was
+  and holds there while replies stay slow; every `PROBE_WINDOWS` windows it tries a step
+  again, upwards (while gangs wait) after a shrink that did not pay, downwards after a
+  growth that did not, and keeps climbing while each step up costs less than half its
+  share in reply time. It settles where this process's part of the reply time is about
+  the others' part. A window whose replies moved the other way by more than the step
+  (a pause, a burst from others) decides nothing and the step stays, as before; quick
+  replies end the hold.
 
 Pure: the binder feeds it reply times, requests in flight and whether gangs wait in line,
 and resizes its slots.
@@ -38,10 +58,45 @@ and resizes its slots.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from enum import Enum
+
 FLOOR = 32  # a bound below this leaves the API server idle between replies
 START_SHARE = 4  # start at ceiling / START_SHARE
 MAX_SHRINK = 0.75
 MAX_GROWTH = 1.15
+PROBE_WINDOWS = 3  # windows held after a step that did not pay, before the next try
+UNCLEAR_STEP = 0.1  # in flight moved by less than this share: the trial says nothing
+
+
+class Verdict(Enum):
+    PAID = "paid"
+    LOST = "lost"
+    UNCLEAR = "unclear"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A step of the bound taken while replies were slow, and the window before it."""
+
+    limit: int  # the bound before the step
+    in_flight: float
+    reply_seconds: float
+    settled: bool = False  # a window has passed since the step
+
+    def verdict(self, in_flight: float, reply_seconds: float) -> Verdict:
+        """Whether the step paid: replies moved with the requests in flight (at least half
+        as much, relatively: at least half their time is this process's) for a shrink;
+        less than half as much for a growth."""
+        step = in_flight / self.in_flight - 1.0
+        if abs(step) < UNCLEAR_STEP:
+            return Verdict.UNCLEAR  # too few requests to move: nothing learnt
+        moved = reply_seconds / self.reply_seconds - 1.0
+        if moved * step < 0 and abs(moved) > abs(step):
+            return Verdict.UNCLEAR  # replies moved against the step, more than it: others
+        if step < 0:
+            return Verdict.PAID if moved <= step / 2 else Verdict.LOST
+        return Verdict.PAID if moved < step / 2 else Verdict.LOST
 
 
 class InFlightLimit:
@@ -54,6 +109,9 @@ class InFlightLimit:
         self._seconds = 0.0
         self._in_flight = 0
         self._gangs_waited = False
+        self._trial: Trial | None = None
+        self._held: int | None = None  # windows until the next try; None: not held
+        self._probe_up = True  # the next try's direction while held
 
     @property
     def window(self) -> int:
@@ -62,6 +120,11 @@ class InFlightLimit:
         server or of this process) does not swing it: with a quarter of the bound and
         steps of a half and a quarter, the bound swung between 32 and 288 at bench-5000."""
         return max(16, self.limit // 2)
+
+    @property
+    def held(self) -> bool:
+        """Whether the bound holds because shrinking on slow replies did not pay."""
+        return self._held is not None
 
     def observe(self, reply_seconds: float, in_flight: int, gangs_waiting: bool) -> int | None:
         """Record one reply: its time, the requests in flight when it came (itself
@@ -73,12 +136,54 @@ class InFlightLimit:
         self._gangs_waited = self._gangs_waited or gangs_waiting
         if self._replies < self.window:
             return None
-        new = self._judged(self._seconds / self._replies, self._in_flight / self._replies)
+        reply, out = self._seconds / self._replies, self._in_flight / self._replies
         waited = self._gangs_waited
         self._replies, self._seconds, self._in_flight, self._gangs_waited = 0, 0.0, 0, False
-        if new == self.limit or (new > self.limit and not waited):
+        new = self._next(reply, out, waited)
+        if new == self.limit:
             return None
         self.limit = new
+        return new
+
+    def _next(self, reply: float, in_flight: float, waited: bool) -> int:
+        """The bound after a window of replies `reply` seconds long on average with
+        `in_flight` requests out on average."""
+        trial, self._trial = self._trial, None
+        if reply <= self.target_seconds:
+            self._held = None  # quick again: whatever was slow is gone
+            new = self._judged(reply, in_flight)
+            return new if new < self.limit or waited else self.limit
+        if trial is not None and not trial.settled:
+            self._trial = replace(trial, settled=True)
+            return self.limit  # most replies of this window were asked before the step
+        verdict = Verdict.UNCLEAR if trial is None else trial.verdict(in_flight, reply)
+        if trial is not None and verdict is Verdict.LOST:
+            self._held, self._probe_up = PROBE_WINDOWS, trial.limit > self.limit
+            return trial.limit
+        if trial is not None and verdict is Verdict.PAID and trial.limit > self.limit:
+            self._held = None  # the shrink paid: replies are ours, the target rules
+        if self._held is None:
+            return self._step(self._judged(reply, in_flight), reply, in_flight)
+        return self._probe(reply, in_flight, waited, climbing=verdict is Verdict.PAID)
+
+    def _probe(self, reply: float, in_flight: float, waited: bool, climbing: bool) -> int:
+        """While held: the next try when its windows are up (at once while climbing pays)."""
+        assert self._held is not None
+        if not climbing and self._held > 0:
+            self._held -= 1
+            return self.limit
+        self._held = 0
+        if self._probe_up:
+            if not waited:
+                return self.limit  # nothing waits: a higher bound would bring nothing
+            grown = min(self.ceiling, max(self.limit + 1, round(self.limit * MAX_GROWTH)))
+            return self._step(grown, reply, in_flight)
+        return self._step(max(self.floor, round(self.limit * MAX_SHRINK)), reply, in_flight)
+
+    def _step(self, new: int, reply: float, in_flight: float) -> int:
+        """Take a step on slow replies as a trial for the next window to judge."""
+        if new != self.limit:
+            self._trial = Trial(self.limit, in_flight, reply)
         return new
 
     def _judged(self, reply_seconds: float, in_flight: float) -> int:

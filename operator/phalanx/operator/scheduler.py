@@ -443,6 +443,7 @@ class Scheduler:
                      pods_started=sum(placing.values()), assumed=len(self.assumed),
                      writes_in_flight=len(self.writes), invalid=len(result.invalid),
                      binding_limit=self.writes.binder.in_flight_limit,
+                     binding_held=self.writes.binder.in_flight_held,
                      seconds=round(self.clock() - now, 3), decide_seconds=round(decided, 3),
                      snapshot_seconds=round(snapshot_seconds, 3),
                      gc_seconds=round(paused.seconds, 3), gc_full=paused.full,
