@@ -156,8 +156,8 @@ class Settings(BaseSettings):
     cycle_period_seconds: float = Field(default=5.0, gt=0)  # a cycle at least this often
     binding_concurrency: int = Field(default=384, ge=1, le=1024)  # bindings in flight, at most
     # The reply time the bound on bindings in flight aims for (operator/in_flight_limit.py):
-    # fewer in flight while replies are slower, more (up to binding_concurrency) while
-    # quicker. None: always binding_concurrency.
+    # fewer in flight while replies are slower and fewer make them quicker, more (up to
+    # binding_concurrency) while quicker. None: always binding_concurrency.
     binding_reply_target_seconds: float | None = Field(default=1.0, gt=0)
     assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
     partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
