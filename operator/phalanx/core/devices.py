@@ -81,6 +81,29 @@ def whole_free(used: Sequence[int]) -> int:
     return sum(1 for taken in used if taken == 0)
 
 
+def owned_whole_free(node: NodeInfo, pods: Sequence[PodInfo]) -> int | None:
+    """The node's devices nothing holds, when each of its pods holds whole devices no
+    other pod holds: none fractional, the devices written on pods all different, no more
+    whole GPUs asked than the node has. `device_usage` then gives every pod exactly
+    `whole_devices(pod)` devices of its own (the written ones, the others free ones), so
+    a pod gone frees that many whole devices: the victim search counts such nodes in
+    plain integers without building their usage. None otherwise (over-committed, or a
+    device may be shared)."""
+    asked = 0
+    written: set[int] = set()
+    for pod in pods:
+        if pod.fractional:
+            return None
+        said = _written(pod, node)
+        if said is not None:
+            indices = {share.index for share in said}
+            if indices & written:
+                return None
+            written |= indices
+        asked += whole_devices(pod)
+    return node.gpu_count - asked if asked <= node.gpu_count else None
+
+
 def pod_shares(pod: PodInfo, node: NodeInfo, used: list[int]) -> tuple[DeviceShare, ...] | None:
     """Choose devices for the pod on the node and take them in `used`; None when they
     do not fit (nothing taken)."""

@@ -18,7 +18,13 @@ from typing import TypeVar
 
 from phalanx.core.backoff import Backoff
 from phalanx.core.device_choice import DEVICE
-from phalanx.core.devices import DeviceUsage, device_usage, holds_gpus, whole_free
+from phalanx.core.devices import (
+    DeviceUsage,
+    device_usage,
+    holds_gpus,
+    owned_whole_free,
+    whole_free,
+)
 from phalanx.core.errors import InvalidObject
 from phalanx.core.model import (
     GroupInfo,
@@ -224,6 +230,14 @@ class ClusterIndex:
             usage = self._device_usage[node] = device_usage(self.nodes[node], pods)
         return usage
 
+    def owned_whole_free(self, node: int) -> int | None:
+        """`devices.owned_whole_free` of the node's pods, worked out when first asked."""
+        found = self._owned_whole_free.get(node, -1)
+        if found == -1:
+            found = self._owned_whole_free[node] = owned_whole_free(
+                self.nodes[node], self.gpu_pods.get(node, ()))
+        return found
+
     @cached_property
     def evictable_groups(
         self,
@@ -285,6 +299,7 @@ class ClusterIndex:
         self._allocatable: dict[str, tuple[int, ...]] = {}
         self.gpu_pods: dict[int, list[PodInfo]] = {}
         self._device_usage: dict[int, DeviceUsage] = {}
+        self._owned_whole_free: dict[int, int | None] = {}
         self.on_nodes = self._pods_on_nodes()
         kept = self._kept_nodes(previous) if previous is not None else {}
         free: list[dict[str, int]] = []

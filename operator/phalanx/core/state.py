@@ -182,6 +182,15 @@ class CycleState:
             used = self._used[node] = list(self.index.device_usage(node).used)
         return used
 
+    def owned_whole_free(self, node: int) -> int | None:
+        """Whole devices free on a node where each pod holds whole devices of its own
+        (`devices.owned_whole_free`) and whose devices the state never listed (no pod
+        placed or taken off there this cycle, so they are as the snapshot has them);
+        None elsewhere: count such nodes per device."""
+        if node in self._used:
+            return None
+        return self.index.owned_whole_free(node)
+
     def shared_nodes(self) -> set[int]:
         """Nodes where a device may be partly held (a fractional pod is or was there this
         cycle): `fragment_free` is 0 on every other node, so a scan for shared parts
