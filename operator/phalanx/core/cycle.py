@@ -11,7 +11,7 @@ from phalanx.core.admission import OverCapability, admit, seed_ledger
 from phalanx.core.backoff import is_held, next_backoff
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.explain import explain
-from phalanx.core.members import GroupWork, Problem, build_works
+from phalanx.core.members import GroupWork, Problem, Settled, build_works
 from phalanx.core.model import PodInfo
 from phalanx.core.names import GroupKey, NodeName
 from phalanx.core.near_not_ready import avoiding
@@ -50,11 +50,8 @@ def run_cycle(
     index = snapshot.index
     state = CycleState(index, config.avoid_not_ready_level)
     works = build_works(index)
-    backing_off = {
-        work.key
-        for work in works
-        if work.problem is None and is_held(snapshot.backoffs.get(work.key), now)
-    }
+    held = {key for key, backoff in snapshot.backoffs.items() if is_held(backoff, now)}
+    backing_off = {work.key for work in works if work.key in held and work.problem is None}
     works = [_hold(work, snapshot, now) if work.key in backing_off else work for work in works]
     ledger = seed_ledger(index, works)
     outcomes: dict[GroupKey, _Outcome] = {}  # the groups tried; `_outcome` reads them
@@ -112,10 +109,12 @@ def run_cycle(
         for pod, node in _outcome(outcomes, work.key).bound:
             devices = state.shares.get(pod.key, ())
             bindings.append(Binding(pod.key, NodeName(index.nodes[node].name), work.key, devices))
-    nominations = preemptions.nominations
+    nominations, settled = preemptions.nominations, index.settled
     decisions = tuple(
         _timed(
-            _decide(state, work, _outcome(outcomes, work.key), config, nominations.get(work.key)),
+            _settled_decision(state, work, config, settled.get(work.key))
+            or _decide(state, work, _outcome(outcomes, work.key), config, nominations.get(
+                work.key)),
             work,
             backing_off,
             snapshot,
@@ -338,6 +337,22 @@ def _decide(
         None if scheduled else nomination,
         _on_nodes(work) + len(outcome.bound),
     )
+
+
+def _settled_decision(
+    state: CycleState, work: GroupWork, config: SchedulerConfig, kept: object
+) -> GroupDecision | None:
+    """The decision of a group running with nothing to place (`Settled`, which build_works
+    made or took over from the last cycle, for this very work): the last cycle's under
+    the same config, else made now and kept. No cycle tries such a group (admission takes
+    groups with pods to place), and it is scheduled, so no hold is reported: the decision
+    depends on the work and the config alone. None for any other group."""
+    if not isinstance(kept, Settled) or kept.work is not work:
+        return None
+    if kept.decision is None or kept.config is not config:
+        kept.decision = _decide(state, work, _UNTRIED, config, None)
+        kept.config = config
+    return kept.decision
 
 
 def _on_nodes(work: GroupWork) -> int:

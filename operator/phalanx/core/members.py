@@ -10,13 +10,13 @@ from operator import attrgetter
 from phalanx.core.model import GroupInfo, PodInfo
 from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.resources import Resources, gpu_charge
-from phalanx.core.result import PodCounts
+from phalanx.core.result import GroupDecision, PodCounts
 from phalanx.core.shapes import Shape, demand_of, shapes_of
 from phalanx.core.snapshot import ClusterIndex, GroupPods
 from phalanx.core.status import Problem, Reason, StatusCode
 
 _DIGITS = re.compile(r"(\d+)")
-__all__ = ["GroupWork", "Problem", "build_works", "natural_key"]
+__all__ = ["GroupWork", "Problem", "Settled", "build_works", "natural_key"]
 
 _NO_PODS = GroupPods((), (), (), PodCounts(), False, None, None, {})
 
@@ -67,6 +67,42 @@ class GroupWork:
         return self.pods.running_requests if self.pods is not None else {}
 
 
+@dataclass(slots=True, eq=False)
+class Settled:
+    """A group that runs with nothing to place, as a cycle found it: its work, and the
+    decision a cycle that does not try it gives it (set by `run_cycle`, with the config
+    it was made under). Both depend on the group's PodGroup, its pods' summary and its
+    priority alone, so the next cycle over the same cluster takes them over while the
+    PodGroup and the summary are the very same objects (`ClusterIndex` keeps a group's
+    summary while its pods are) and the priority is the same: in a late Alibaba
+    simulator cycle 8,300 of 10,800 groups are such, and making their works and
+    decisions anew was a ninth of the cycle."""
+
+    work: GroupWork
+    decision: GroupDecision | None = None
+    config: object = None  # the SchedulerConfig `decision` was made under
+
+
+def _settled(
+    index: ClusterIndex, key: GroupKey, group: GroupInfo, pods: GroupPods, priority: int
+) -> GroupWork:
+    """The work of a group running with nothing to place: the previous cycle's, if the
+    group, its summary and its priority are what it was made from (`Settled`)."""
+    kept = index.settled_before.get(key)
+    if not (
+        isinstance(kept, Settled)
+        and kept.work.group is group
+        and kept.work.pods is pods
+        and kept.work.priority == priority
+    ):
+        kept = Settled(GroupWork(
+            key, group, group.namespace, group.queue, group.min_member, priority,
+            group.creation, pods.running, (), (), 0, pods.counts, None, pods,
+        ))  # fmt: skip
+    index.settled[key] = kept
+    return kept.work
+
+
 def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
     """worker-2 before worker-10."""
     return tuple(
@@ -101,10 +137,7 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
     if running and not pods.waiting and not group.roles and len(running) >= group.min_member:
         # running, nothing to place: most groups of a busy cluster (arguments by position:
         # by keyword, this call was a twentieth of a late Alibaba simulator cycle)
-        return GroupWork(
-            key, group, group.namespace, group.queue, group.min_member, priority,
-            group.creation, running, (), (), 0, counts, None, pods,
-        )  # fmt: skip
+        return _settled(index, key, group, pods, priority)
     gang, extras, problem = _split_gang(group, running, pods.waiting)
     problem = _invalid_pod(pods.waiting) or problem
     if not running and not pods.waiting and (counts.succeeded or counts.failed):

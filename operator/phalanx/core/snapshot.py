@@ -51,7 +51,6 @@ from phalanx.core.status import Exclusion
 from phalanx.topology.tree import DomainTree, tree_for
 
 UNLIMITED_PODS = 1 << 30
-_NODE_NAME = operator.attrgetter("node_name")
 _T = TypeVar("_T")
 
 
@@ -172,7 +171,10 @@ class ClusterIndex:
     is the very same object with the very same pods on it keeps its free capacity: the
     operator's cache parses an object anew for each new version only, so most groups
     and nodes are unchanged between cycles, and summarizing every group again was most
-    of the index's cost (`python -m bench.snapshot`). The result is the same as without.
+    of the index's cost (`python -m bench.snapshot`). The cycle on it takes over, in the
+    same way, the work and decision of a group that runs with nothing to place from the
+    previous index's cycle (`settled_before`, checked by `phalanx.core.members.Settled`).
+    The result is the same as without.
     """
 
     def __init__(self, snapshot: Snapshot, previous: ClusterIndex | None = None) -> None:
@@ -191,6 +193,12 @@ class ClusterIndex:
         self._index_nodes(previous)
         self._index_usage(previous)
         self._index_members(previous)
+        self.settled: dict[GroupKey, object] = {}
+        """What this index's cycle found of the groups that run with nothing to place
+        (`phalanx.core.members.Settled`, which checks the type): filled by the cycle,
+        then read by the next index's (`settled_before`)."""
+        self.settled_before: Mapping[GroupKey, object] = (
+            previous.settled if previous is not None else {})
         self._trees: dict[str | None, DomainTree] = {}
         for name in (None, *self.topologies):
             self.tree(name)
@@ -247,8 +255,9 @@ class ClusterIndex:
         first asked: a cycle asks for the eviction units' priority bounds, a reservation's
         renewal and its take-back, and each pass over 10,000 groups was a twentieth of a
         late Alibaba simulator cycle. Pods are all on known nodes but for a node
-        just gone: that is asked in C, and only such a group's pods are sorted out."""
-        known = self.node_position.__contains__
+        just gone: only the groups with a pod there (`off_nodes`) have their pods sorted
+        out (asking every group's pods was a third of this)."""
+        known, off = self.node_position.__contains__, self.off_nodes
         found: list[tuple[GroupKey, GroupInfo | None, GroupPods, tuple[PodInfo, ...]]] = []
         for key, pods in self.members.items():
             running = pods.running
@@ -257,7 +266,7 @@ class ClusterIndex:
             group = self.groups.get(key)
             if group is None and not all(is_ours(p) for p in running):
                 continue
-            if not all(map(known, map(_NODE_NAME, running))):
+            if key in off:
                 running = tuple(p for p in running if known(p.node_name))
             if running:
                 found.append((key, group, pods, running))
@@ -344,14 +353,21 @@ class ClusterIndex:
         self.max_allocatable = largest
 
     def _pods_on_nodes(self) -> dict[int, list[PodInfo]]:
-        """The unfinished pods on each node (by position), in key order."""
+        """The unfinished pods on each node (by position), in key order; the groups with
+        such a pod on a node not in the snapshot (`off_nodes`) on the way."""
         on_nodes: dict[int, list[PodInfo]] = {}
+        off_nodes: set[str] = set()
         position = self.node_position
         for pod in self.pods:
             if pod.node_name and not pod.finished:
                 index = position.get(pod.node_name)
                 if index is not None:
                     on_nodes.setdefault(index, []).append(pod)
+                elif pod.group is not None:
+                    off_nodes.add(key_of(pod.namespace, pod.group))
+        self.off_nodes = frozenset(off_nodes)
+        """Groups with an unfinished pod on a node the snapshot does not have (a node just
+        gone): only their running pods need sorting out by node (`evictable_groups`)."""
         return on_nodes
 
     def _node_usage(self, index: int,

@@ -87,18 +87,19 @@ def priority_bounds(
     this). Exact while no eviction is refused (a group whose every pod is refused may
     have no unit yet count here): a queue absent here has no unit, and none of its
     units is below its lowest."""
-    bounds: dict[str, tuple[int, int]] = {}
-
-    def note(queue: str, priority: int) -> None:
-        low, high = bounds.get(queue, (priority, priority))
-        bounds[queue] = (min(low, priority), max(high, priority))
-
+    priorities: dict[str, set[int]] = {}  # per queue: a set, not a call per group
     for key, group, pods, _ in index.evictable_groups:
         queue = group.queue if group is not None else DEFAULT_QUEUE
-        note(queue, _group_priority(index, key, pods, group_priority))
+        priority = group_priority.get(key)
+        if priority is None:
+            priority = _group_priority(index, key, pods, group_priority)
+        found = priorities.get(queue)
+        if found is None:
+            found = priorities[queue] = set()
+        found.add(priority)
     for pod in _evictable_loose(index):
-        note(DEFAULT_QUEUE, index.pod_priority(pod))
-    return bounds
+        priorities.setdefault(DEFAULT_QUEUE, set()).add(index.pod_priority(pod))
+    return {queue: (min(found), max(found)) for queue, found in priorities.items()}
 
 
 def _evictable_loose(index: ClusterIndex) -> Iterator[PodInfo]:

@@ -45,7 +45,7 @@ from phalanx.core.model import (
 from phalanx.core.names import CPU, GPU, MEMORY, PODS
 from phalanx.core.nomination import Nomination
 from phalanx.core.result import CycleResult
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.snapshot import ClusterIndex, Snapshot
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.constraints import node_affinity
@@ -148,6 +148,9 @@ class CorePolicy:
         self._bound_nodes: dict[str, tuple[str, int]] = {}
         """Pod key of every bound pod -> (job, node index), to carry out evictions."""
         self._nominations: dict[str, Nomination] = {}
+        self._index: ClusterIndex | None = None
+        """The last cycle's index: the next snapshot takes over its summaries of unchanged
+        groups and nodes, and what its cycle left for the next, as the operator's does."""
 
     def schedule(self, view: SchedulingView) -> CycleOutcome:
         """The snapshot, then the core's cycle on it with the snapshot out of the cyclic
@@ -196,7 +199,9 @@ class CorePolicy:
             queues=self._queues,
             topologies=self._topologies,
             priority_classes=tuple(self._classes.values()),
+            previous=self._index,
         )
+        self._index = snapshot.index
         return snapshot, pod_job
 
     def carry_out(
