@@ -139,17 +139,19 @@ def test_remembered_grades_follow_each_placement() -> None:
 
 
 
-def test_a_pod_does_not_leave_gpu_milli_beside_less_cpu_than_any_gpu_pod_asks() -> None:
-    # a: one device holds 810 milli (190 left), 5 cores free; the pod would take a's
-    # whole free device and 4 of its cores. The typical shape (1 GPU, 4 cores) loses the
-    # 190 either way, so the grade is the same on a and on b (whole), and b would open a
-    # whole node. A rare pod of 100 milli fits the 190: with 2 cores it would no longer
-    # fit on a, so the pod goes to b; with 1 core it still would, and a wins.
+def test_a_pod_does_not_leave_gpu_milli_beside_less_cpu_than_the_typical_pods_ask() -> None:
+    # a: one device holds 810 milli (190 left); the pod would take a's whole free device
+    # and 4 of its cores. The typical shape (1 GPU, 4 cores) loses the 190 either way, so
+    # the grade is the same on a and on b (whole), and b would open a whole node. A rare
+    # pod of 100 milli and 1 core (1 of 42 GPU pods, no typical shape) would still fit
+    # the 190 beside 1 core, but pods like it do not keep arriving: with 8 cores a keeps
+    # 1 after the pod, below the typical 4, so the pod goes to b; with 12 it keeps 5 and a
+    # wins.
     held = pod("held", gpus=0, gpu_milli=810, cpu=3, node_name="a", gpu_devices=(0,))
     typical = [pod(f"t{i}", gpus=1, cpu=4, node_name="c", gpu_devices=(i,)) for i in range(40)]
-    nodes = [node("a", gpus=2, cpu=8), node("b", gpus=2, cpu=32), node("c", gpus=40, cpu=160),
-             node("d", gpus=1, cpu=2)]
+    rare = pod("rare", gpus=0, gpu_milli=100, cpu=1, node_name="d", gpu_devices=(0,))
     new = pod("new", gpus=1, cpu=4)
-    for cores, where in ((2, "b"), (1, "a")):
-        rare = pod("rare", gpus=0, gpu_milli=100, cpu=cores, node_name="d", gpu_devices=(0,))
+    for cores, where in ((8, "b"), (12, "a")):
+        nodes = [node("a", gpus=2, cpu=cores), node("b", gpus=2, cpu=32),
+                 node("c", gpus=40, cpu=160), node("d", gpus=1, cpu=2)]
         assert placed(cycle(nodes, held, typical, rare, new)) == {"default/new": where}

@@ -3,7 +3,7 @@
 For a single pod the placement hands over two bounded sets of a domain's nodes that take
 it: the `CANDIDATES` tightest (least room left for the pod's shape) and the `CANDIDATES`
 first by position (first fit). A node where the pod would leave GPU milli with too little
-cpu or memory for any GPU pod comes last (`strands`). The others are graded by how much
+cpu or memory for any typical GPU pod comes last (`strands`). The others are graded by how much
 GPU the workload's typical shapes could no longer use there after the pod lands, its
 devices chosen as `device_choice` chooses them (`phalanx.core.fragmentation`), quantised
 like FGD's integer score (changes within ~40 milli of a GPU count as equal) but rounded,
@@ -95,13 +95,13 @@ def node_grade(
 
 def strands(state: CycleState, node: int, shape: Shape, ask: _Ask) -> int:
     """1 if the pod leaves free GPU milli on a node whose cpu or memory left is then below
-    what any recent GPU pod asks for (`ShapeMix.least`: rare shapes too), else 0. Such milli
-    is lost for good, and the grade barely sees it: what is left is mostly a rest too
-    small for the typical shapes (190 milli beside an 810-milli pod), already counted
-    lost, while the rare small pods that fit it need the cpu and memory. Ranked before
-    the grade: on the FGD paper's benchmark (`python -m bench.packing`, seeds 1-2 of
-    `default`, `multigpu50`, `gpushare100`) that gained +0.18, +0.10, 0.00 pt over the
-    grade alone; ranked after it (a tie-break) +0.17, +0.08, -0.05."""
+    what every typical GPU pod asks for (`ShapeMix.least`), else 0. Such milli is lost to
+    the pods that keep arriving, and the grade barely sees it: what is left is often a
+    rest too small for the typical shapes (190 milli beside an 810-milli pod), already
+    counted lost, or whole GPUs whose loss the grade weighs against a step of ~40 milli.
+    Ranked before the grade: on the FGD paper's benchmark (`python -m bench.packing`,
+    seeds 1-2 of `default`, `multigpu50`, `gpushare100`) that gained +0.18, +0.10, 0.00
+    pt over the grade alone; ranked after it (a tie-break) +0.17, +0.08, -0.05."""
     least_cpu, least_memory = state.mix.least
     free = state.free[node]
     cpu, memory = free.get(CPU, 0), free.get(MEMORY, 0)
