@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from phalanx.core import NodeInfo, PodInfo
 from phalanx.core.devices import device_usage, owned_whole_free, whole_devices, whole_free
-from phalanx.core.preemption.room import DomainRoom
+from phalanx.core.preemption.room import DomainRoom, KeptRoom
+from phalanx.core.preemption.search import _prune
 from phalanx.core.preemption.units import Unit, build_units
 from phalanx.core.shapes import demand_of, shape_of
 from phalanx.core.state import CycleState
@@ -174,6 +175,60 @@ def test_owned_whole_free_is_what_the_usage_says(
         or len(set(written)) < len(written)
     )
 
+
+def pruned(
+    room: DomainRoom, units: tuple[Unit, ...], order: list[int], eager: bool
+) -> list[tuple[str, ...]] | None:
+    """Walk the units in the order given and prune what the walk took: by `_prune`
+    (the kept units' room filled when it could fit), or, `eager`, filling it with each
+    unit kept, as pruning did before `KeptRoom`, asking a `KeptRoom` beside it the
+    same each time."""
+    ordered = [units[i] for i in order if i < len(units)]
+    start, second = room.copy(), room.copy()
+    chosen = room.take_until_fits(ordered, apart)
+    if chosen is None:
+        return None
+    if not eager:
+        return [tuple(p.name for p in unit.pods) for unit in _prune(room, start, chosen)]
+    dropped: set[int] = set()
+    kept = KeptRoom(second, room)
+    for position in range(len(chosen) - 1, -1, -1):
+        unit = chosen[position]
+        if room.fits_without((unit,)):
+            room.give_units((unit,))
+            dropped.add(id(unit))
+            continue
+        start.take_units((unit,))
+        assert kept.keep(unit) == start.fits()
+        if start.fits():
+            dropped.update(id(below) for below in chosen[:position])
+            break
+    return [tuple(p.name for p in unit.pods) for unit in chosen if id(unit) not in dropped]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(NODE, min_size=1, max_size=5),
+    DEMAND,
+    st.permutations(range(30)),
+    st.booleans(),
+)
+def test_pruning_fills_the_kept_room_lazily_with_the_same_answer(
+    nodes: list[tuple[int, list[tuple[tuple[str, int], int | None, int]]]],
+    demand: list[tuple[tuple[str, int], int]],
+    order: list[int],
+    listed: bool,
+) -> None:
+    """`KeptRoom` answers as a room filled with each kept unit does, on a fresh state
+    and on one that listed the devices of the nodes counted whole: the same answer after
+    each unit kept, the same units kept. Fails when the bound skips a fill it needs or
+    answers without one where the ceiling holds other units."""
+    infos, pods = cluster(nodes)
+    waiting = waiting_pods(demand)
+    lazy, eager = rooms_of(infos, pods, waiting), rooms_of(infos, pods, waiting)
+    pick = 1 if listed else 0
+    answer = pruned(lazy[pick], lazy[2], order, eager=False)
+    assert answer == pruned(eager[pick], eager[2], order, eager=True)
 
 
 def test_a_device_placed_on_this_cycle_is_counted_per_device() -> None:

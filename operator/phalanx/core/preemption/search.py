@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 
-from phalanx.core.preemption.room import DomainRoom
+from phalanx.core.preemption.room import DomainRoom, KeptRoom
 from phalanx.core.preemption.units import Unit
 
 EXACT_UNITS = 10
@@ -110,14 +110,14 @@ def _prune(room: DomainRoom, start: DomainRoom, chosen: list[Unit]) -> list[Unit
     have dropped them all. Dropped units are set apart, not
     removed from the list one by one (a `list.remove` each was quadratic)."""
     dropped: set[int] = set()
+    kept = KeptRoom(start, room)
     for position in range(len(chosen) - 1, -1, -1):
         unit = chosen[position]
         if room.fits_without((unit,)):
             room.give_units((unit,))
             dropped.add(id(unit))
             continue
-        start.take_units((unit,))
-        if start.fits():
+        if kept.keep(unit):
             dropped.update(id(below) for below in chosen[:position])
             break
     return [unit for unit in chosen if id(unit) not in dropped]
