@@ -107,7 +107,8 @@ def _prune(room: DomainRoom, start: DomainRoom, chosen: list[Unit]) -> list[Unit
     kept 4 of ~1,380 units, the lowest at 1,269: each unit tried below that cost about
     as much as taking it. Taken and given back nodes count the room the state gives
     them (`_room` counts as the state does), so `start` fitting means the walk would
-    have dropped them all. Dropped units are set apart, not
+    have dropped them all; `KeptRoom` fills that room only when it could fit (bench-core's
+    preempt: prune 0.043 -> 0.023 s under cProfile). Dropped units are set apart, not
     removed from the list one by one (a `list.remove` each was quadratic)."""
     dropped: set[int] = set()
     kept = KeptRoom(start, room)
