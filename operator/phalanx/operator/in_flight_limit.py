@@ -127,9 +127,9 @@ class InFlightLimit:
         return self._held is not None
 
     def observe(self, reply_seconds: float, in_flight: int, gangs_waiting: bool) -> int | None:
-        """Record one reply: its time, the requests in flight when it came (itself
-        included) and whether a gang was waiting in line for slots then. The new bound
-        when a window ends with a change, else None."""
+        """Record one reply: its time, the requests in flight when it was sent (itself
+        included: what it waited behind) and whether a gang was waiting in line for slots
+        then. The new bound when a window ends with a change, else None."""
         self._replies += 1
         self._seconds += reply_seconds
         self._in_flight += in_flight
@@ -176,9 +176,8 @@ class InFlightLimit:
         if self._probe_up:
             if not waited:
                 return self.limit  # nothing waits: a higher bound would bring nothing
-            grown = min(self.ceiling, max(self.limit + 1, round(self.limit * MAX_GROWTH)))
-            return self._step(grown, reply, in_flight)
-        return self._step(max(self.floor, round(self.limit * MAX_SHRINK)), reply, in_flight)
+            return self._step(self._bounded(self.limit * MAX_GROWTH), reply, in_flight)
+        return self._step(self._bounded(self.limit * MAX_SHRINK), reply, in_flight)
 
     def _step(self, new: int, reply: float, in_flight: float) -> int:
         """Take a step on slow replies as a trial for the next window to judge."""
@@ -190,7 +189,12 @@ class InFlightLimit:
         """The bound the window asks for: rate x target, within one step of the last."""
         aimed = in_flight / max(reply_seconds, 1e-9) * self.target_seconds
         if reply_seconds > self.target_seconds:
-            aimed = max(aimed, self.limit * MAX_SHRINK)
-            return max(self.floor, min(self.limit, round(aimed)))
-        aimed = min(aimed, self.limit * MAX_GROWTH)
-        return min(self.ceiling, max(self.limit + 1, round(aimed)))
+            return self._bounded(min(max(aimed, self.limit * MAX_SHRINK), self.limit))
+        return self._bounded(max(min(aimed, self.limit * MAX_GROWTH), self.limit + 1))
+
+    def _bounded(self, aimed: float) -> int:
+        """`aimed` rounded, between the floor and the ceiling; a step up is at least one."""
+        new = round(aimed)
+        if aimed > self.limit:
+            new = max(new, self.limit + 1)
+        return max(self.floor, min(self.ceiling, new))
