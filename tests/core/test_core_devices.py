@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core_builders import cycle, group, node, pod
+from core_builders import cycle, group, node, pod, snapshot_of
 
 from phalanx.core import PodInfo
 from phalanx.core.device_choice import choose_devices
 from phalanx.core.devices import DeviceShare, device_usage
 from phalanx.core.names import GPU_MEMORY_LABEL
 from phalanx.core.result import Binding
+from phalanx.core.state import CycleState
 
 
 def share(name: str, milli: int, **fields: object) -> PodInfo:
@@ -278,3 +279,28 @@ def test_a_running_fraction_taken_off_and_put_back_twice_keeps_its_device() -> N
             state.place(0, running)
         assert state.devices(0) == [500, 500]
         assert state.free[0]["nvidia.com/gpu"] == 0
+
+
+def test_two_whole_gpu_pods_written_on_one_device_hold_two_devices() -> None:
+    """The kubelet gives each whole GPU to one pod, whatever the annotation says: the
+    rebuilt picture frees as many whole devices as the node's GPU count, so the state
+    counts the same room before and after it lists the node's devices."""
+    pods = [
+        pod("a", gpus=1, node_name="n", gpu_devices=(0,)),
+        pod("b", gpus=1, node_name="n", gpu_devices=(0,)),
+    ]
+    usage = device_usage(node("n", gpus=4), pods)
+    assert usage.used == (1000, 1000, 0, 0)
+    assert usage.shares["default/b"] == (DeviceShare(1, 1000),)
+    state = CycleState(snapshot_of([node("n", gpus=4), *pods]).index)
+    unlisted = state.slots(0, 500)
+    state.devices(0)
+    assert unlisted == state.slots(0, 500) == 4
+
+
+def test_fractions_written_on_one_device_stay_there_even_over_committed() -> None:
+    pods = [
+        share("a", 600, node_name="n", gpu_devices=(0,)),
+        share("b", 600, node_name="n", gpu_devices=(0,)),
+    ]
+    assert device_usage(node("n", gpus=2), pods).used == (1200, 0)

@@ -129,19 +129,34 @@ def take(used: list[int], shares: tuple[DeviceShare, ...], sign: int) -> None:
 
 def device_usage(node: NodeInfo, pods: Sequence[PodInfo]) -> DeviceUsage:
     """The node's devices as its (unfinished) pods hold them: pods that say which devices
-    they hold first, then the others, whole-GPU pods before fractional ones, each in the
-    given order; a pod that no longer fits (the pods over-commit the node) is put on the
-    least used devices."""
+    they hold first (whole-GPU pods, then fractional ones), then the others, whole-GPU
+    pods before fractional ones, each in the given order; a pod that no longer fits (the
+    pods over-commit the node) is put on the least used devices.
+
+    A whole-GPU pod that says it holds a device an earlier whole-GPU pod already says it
+    holds is placed like a pod that says nothing: the kubelet's device plugin gives each
+    whole GPU to one pod, so two such pods hold two devices whatever their annotations
+    say, and the picture must free as many whole devices as the node's GPU count does
+    (`CycleState.slots` reads one or the other). Fractions are kept where they say they
+    are, over-committing a device if they do: that is what sharing by index does."""
     used = [0] * node.gpu_count
     shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
     unsaid: list[PodInfo] = []
+    written: list[tuple[PodInfo, tuple[DeviceShare, ...]]] = []
     for pod in pods:
         said = _written(pod, node)
         if said is None:
             unsaid.append(pod)
+        elif pod.fractional:
+            written.append((pod, said))
+        elif any(used[share.index] for share in said):
+            unsaid.append(pod)
         else:
             shares[pod.key] = said
             take(used, said, 1)
+    for pod, said in written:
+        shares[pod.key] = said
+        take(used, said, 1)
     ordered = sorted(unsaid, key=lambda p: p.fractional)
     start = 0 if any(used) else _in_index_order(ordered, node, used, shares)
     for pod in ordered[start:]:
