@@ -13,6 +13,7 @@ PAPER: dict[tuple[str, str], float] = {
     ("multigpu50", "fgd"): 97.18,
     ("gpushare100", "fgd"): 86.90,
     ("default", "bestfit"): 93.08,
+    ("multigpu50", "bestfit"): 95.74,
     ("gpushare100", "bestfit"): 85.01,
 }
 """Allocation at 130% in the paper's artifact (hkust-adsl/kubernetes-scheduler-simulator,

@@ -171,3 +171,16 @@ def test_report_judges_phalanx_against_fgd_plus_the_margin_seed_by_seed() -> Non
     runs[3] = run("phalanx", 2, 96.4)
     verdicts, losses = checks({"aggregate": aggregate(runs)})
     assert any("vs FGD (this harness) 95.50%, +0.45 pt" in loss for loss in losses)
+
+
+def test_the_table_prints_the_papers_fgd_and_bestfit_beside_each_published_trace() -> None:
+    from bench.packing import aggregate
+    from bench.packing_report import table
+
+    runs = [{"trace": trace, "policy": policy, "seed": 1, "allocation_at_130": 90.0,
+             "fully_free_8gpu_nodes": 0, "stranded_gpus": 0.0, "ms_per_pod": 1.0}
+            for trace in ("default", "multigpu50", "gpushare100") for policy in ("fgd", "bestfit")]
+    rows = [line.split("|") for line in table({"aggregate": aggregate(runs)})[2:]]
+    assert len(rows) == 6
+    assert all(row[4].strip() for row in rows), "a paper value missing beside " + str(
+        [row[1:3] for row in rows if not row[4].strip()])
