@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core_builders import cycle, group, node, pod, snapshot_of
+from core_builders import cycle, group, node, pod, racks, snapshot_of, topology
 
-from phalanx.core import PodInfo
+from phalanx.core import GroupTopology, PodInfo, SchedulerConfig
 from phalanx.core.device_choice import choose_devices
 from phalanx.core.devices import DeviceShare, device_usage
+from phalanx.core.model import SubGroupSpec
 from phalanx.core.names import GPU_MEMORY_LABEL
 from phalanx.core.result import Binding
 from phalanx.core.state import CycleState
@@ -80,6 +81,37 @@ def test_a_mixed_gang_takes_whole_devices_and_shares_another() -> None:
         "default/mix-1": ((1, 500),),
         "default/mix-2": ((1, 500),),
     }
+
+
+def test_a_mixed_gang_keeps_to_its_required_rack() -> None:
+    """Rack r0 comes first and has half a GPU shared already, but it holds the whole-GPU
+    pod and one half only; r1 holds all three. Without topology the gang spreads."""
+    nodes = racks(2, 2, gpus=1)
+    held = share("held", 500, node_name="n-0-0-1", gpu_devices=(0,))
+    pods = [pod("mix-0", gpus=1, group="mix"), share("mix-1", 500, group="mix"),
+            share("mix-2", 500, group="mix")]
+    rack_of = {n.name: n.labels["rack"] for n in nodes}
+    for config, racks_used in ((None, {"r1"}), (SchedulerConfig(topology_aware=False),
+                                                 {"r0", "r1"})):
+        result = cycle(nodes, topology("default", "rack", "host"), held,
+                       group("mix", 3, required="rack"), pods, config=config)
+        assert len(result.bindings) == 3
+        assert {rack_of[b.node] for b in result.bindings} == racks_used
+
+
+def test_every_sub_group_of_a_mixed_gang_shares_one_host() -> None:
+    nodes = racks(1, 4, gpus=2)
+    held = share("held", 500, node_name="n-0-0-0", gpu_devices=(0,))
+    pods = [pod("job-0", gpus=1, group="job"), *(share(f"job-{i}", 500, group="job")
+                                                 for i in range(1, 4))]
+    pairs = GroupTopology(sub_group=SubGroupSpec(size=2, required="host"))
+    for spec, together in ((pairs, True), (None, False)):
+        result = cycle(nodes, topology("default", "rack", "host"), held,
+                       group("job", 4, topology=spec), pods)
+        where = {b.pod: b.node for b in result.bindings}
+        assert len(where) == 4
+        assert (where["default/job-0"] == where["default/job-1"]
+                and where["default/job-2"] == where["default/job-3"]) == together
 
 
 def test_a_mixed_gang_that_needs_one_more_device_waits_whole() -> None:

@@ -24,7 +24,7 @@ from phalanx.kubectl.topology import (
     level_depth,
 )
 
-from .objects import Obj, node, pod, pod_group, pods, queue, topology
+from .objects import GROUP, Obj, node, pod, pod_group, pods, queue, topology
 
 KINDS = {
     "nodes": "Node",
@@ -147,6 +147,27 @@ def test_explain_names_the_numbers_of_a_gang_too_big_for_a_rack() -> None:
     assert "Now: waits, NoDomainFits: needs 24 GPUs (3 pods) within one rack" in text
     assert "16 GPUs free" in text
     assert "Cluster: 32 GPUs free, 0 allocated" in text
+
+
+def quarter(name: str, node_name: str, device: int) -> Obj:
+    """A running pod holding a quarter of device `device` (as the operator writes it)."""
+    obj = pod(name, 0, node_name=node_name)
+    del obj["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"]
+    obj["metadata"]["annotations"] = {f"{GROUP}/gpu-fraction": "0.25",
+                                      f"{GROUP}/gpu-index": str(device)}
+    return obj
+
+
+def test_explain_says_when_shared_gpus_are_why_a_gang_waits() -> None:
+    """Each node has 3 GPUs free, but as quarters of 4 shared GPUs: none whole."""
+    held = [quarter(f"q-{n}-{d}", f"r0-n{n}", d) for n in range(2) for d in range(4)]
+    group = pod_group("two", 1)
+    objects = [*(node(f"r0-n{n}", "r0", gpus=4) for n in range(2)), *held, group,
+               *pods("two", 1, 2, "two")]
+    snapshot = snapshot_from_objects(objects)
+    text = explain_group(group, snapshot, run_cycle(snapshot))
+    assert ("2 node(s) have 6 GPUs free but only 0 whole: the rest are parts of GPUs "
+            "shared by fractional pods (each pod needs 2 whole)") in text
 
 
 def test_explain_counts_the_groups_ahead_in_the_queue() -> None:

@@ -88,6 +88,13 @@ def devices_written(pods: dict[str, dict[str, Any]], name: str) -> list[int]:
     return [int(i) for i in text.split(",")] if text else []
 
 
+def shared_devices(pods: dict[str, dict[str, Any]], names: list[str]) -> set[tuple[str, int]]:
+    """(node, device) of each fractional pod among `names`."""
+    return {(pods[n]["spec"]["nodeName"], index) for n in names
+            if FRACTION in (pods[n]["metadata"].get("annotations") or {})
+            for index in devices_written(pods, n)}
+
+
 async def test_fractional_and_mixed_gangs_share_devices_across_an_operator_restart(
     ready_nodes: LocalCluster, namespace: str
 ) -> None:
@@ -123,6 +130,9 @@ async def test_fractional_and_mixed_gangs_share_devices_across_an_operator_resta
         await no_device_over_one_gpu(cluster)
         pods = await pods_in(cluster, namespace)
         assert all(devices_written(pods, n) for n in late)
+        # the new operator put late fractions on devices the first one had shared, so
+        # it packed against the usage it rebuilt from the pods, not around it
+        assert shared_devices(pods, names) & shared_devices(pods, late)
     finally:
         stop_operator(operator)
 
