@@ -82,6 +82,29 @@ async def test_a_leftover_plan_is_finished_on_its_nodes_first():
     assert ("c", "n3") not in bindings  # the plan's node was reserved before the cycle
 
 
+def quarter_pod(name: str, **kw: Any) -> dict[str, Any]:
+    body = pod(name, **kw)
+    body["metadata"]["annotations"] = {"scheduling.phalanx.io/gpu-fraction": "0.25"}
+    body["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]
+    return body
+
+
+async def test_a_leftover_plan_is_finished_with_the_gpu_devices_it_recorded():
+    """The operator died after binding a (device 5 of n3, written on it) and before b:
+    the next one binds b with the device the plan recorded, not one chosen afresh (a
+    fresh choice would take device 0 of an empty node, or any other)."""
+    group = podgroup(min_member=2, status={"plan": {"id": "old", "pods": {
+        "ns/a": "n3", "ns/b": "n3"}, "devices": {"ns/a": "5", "ns/b": "5"}}})
+    bound = quarter_pod("a", node="n3")
+    bound["metadata"]["annotations"]["scheduling.phalanx.io/gpu-index"] = "5"
+    objects = cluster(group, bound, quarter_pod("b"))
+    api = FakeApi()
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
+    bindings = {b["metadata"]["name"]: (b["target"]["name"], b["metadata"].get("annotations"))
+                for m, p, b in api.calls if p.endswith("/binding")}
+    assert bindings == {"b": ("n3", {"scheduling.phalanx.io/gpu-index": "5"})}
+
+
 async def test_a_plan_with_nothing_bound_is_dropped_and_replanned():
     group = podgroup(min_member=2, status={"plan": {"id": "old", "pods": {
         "ns/a": "gone-node", "ns/b": "n3"}}})
