@@ -15,7 +15,7 @@ help:
 	@echo "make run     build what is missing, start the local cluster, workload controllers, the operator and a demo"
 	@echo "make test    lint, benchmark smoke runs, unit tests and end-to-end tests on a real kube-apiserver + kwok"
 	@echo "make tools   build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (cached)"
-	@echo "make bench   simulator and end-to-end benchmarks (minutes)"
+	@echo "make bench   core, packing, simulator and end-to-end benchmarks (slow: bench/README.md)"
 	@echo "make chaos   replay gangs while SIGKILLing the operator; figures in bench/README.md"
 	@echo "make bench-e2e-5000  the end-to-end benchmark at 5,000 nodes (like chaos, not part of make bench)"
 
