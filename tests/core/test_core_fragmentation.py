@@ -155,3 +155,26 @@ def test_a_pod_does_not_leave_gpu_milli_beside_less_cpu_than_the_typical_pods_as
         nodes = [node("a", gpus=2, cpu=cores), node("b", gpus=2, cpu=32),
                  node("c", gpus=40, cpu=160), node("d", gpus=1, cpu=2)]
         assert placed(cycle(nodes, held, typical, rare, new)) == {"default/new": where}
+
+
+def test_a_fractional_shape_uses_no_more_gpu_than_the_node_cpu_leaves_pods_for() -> None:
+    mix = ShapeMix()
+    mix.observe(pod("small", gpus=0, cpu=4, gpu_milli=100))
+    # 2 free GPUs, cpu for 2 pods of 100 milli: 200 milli usable, 1,800 lost (FGD: none)
+    assert mix.fragmentation(8000, GI, [1000, 1000]) == 1800
+    assert mix.fragmentation(80000, GI, [1000, 1000]) == 0
+    whole = ShapeMix()
+    whole.observe(pod("whole", gpus=1, cpu=4))
+    assert whole.fragmentation(4000, GI, [1000, 1000]) == 0  # whole GPUs: one pod fits
+
+
+def test_a_cpu_hungry_fraction_goes_where_cpu_is_left_for_the_small_ones() -> None:
+    # typical: a quarter GPU with 4 cores (the 8-core pod is too rare to be typical).
+    # On a (2 GPUs, 12 cores) it would leave cpu for one of them beside 1,750 free milli;
+    # on b (40 cores) for eight. Asking only whether one typical pod still fits, a and b
+    # are equal and a, first, would win.
+    typical = [pod(f"t{i}", gpus=0, gpu_milli=250, cpu=4, node_name="c", gpu_devices=(i // 4,))
+               for i in range(20)]
+    hungry = pod("hungry", gpus=0, gpu_milli=250, cpu=8)
+    nodes = [node("a", gpus=2, cpu=12), node("b", gpus=2, cpu=40), node("c", gpus=5, cpu=80)]
+    assert placed(cycle(nodes, typical, hungry)) == {"default/hungry": "b"}
