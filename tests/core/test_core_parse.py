@@ -273,6 +273,15 @@ def test_queue_and_topology_and_priority_class() -> None:
             "spec.roles",
         ),
         (
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": "g"},
+                "spec": {"minMember": 2, "roles": [{"name": "w", "minMember": 0}]},
+            },
+            "PodGroup",
+            "spec.roles[0].minMember",
+        ),
+        (
             {"kind": "Queue", "metadata": {"name": "q"}, "spec": {"capability": {"cpu": "x"}}},
             "Queue",
             "spec.capability.cpu",

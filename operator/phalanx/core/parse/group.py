@@ -46,8 +46,10 @@ def _roles(reader: Reader) -> tuple[RoleSpec, ...]:
         if not isinstance(role, Mapping) or not isinstance(role.get("name"), str):
             raise reader.error(f"{field}.name", "missing")
         count = role.get("minMember")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise reader.error(f"{field}.minMember", f"expected an integer >= 0, got {count!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            # the CRD's minimum: a role nobody must fill is no role (`phalanx plan -f`
+            # reads files the API server never validated)
+            raise reader.error(f"{field}.minMember", f"expected an integer >= 1, got {count!r}")
         roles.append(RoleSpec(role["name"], count))
     return tuple(roles)
 
