@@ -226,6 +226,14 @@ def aggregate(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 # ---- plots -------------------------------------------------------------------------------
 
 
+def redraw_plots(results: Path, plots: Path) -> None:
+    """Every workload's plots from its results file, as the run that wrote it drew them:
+    a table regenerated after a partial rerun gets plots of the same runs."""
+    for path in sorted(results.glob("sim-*.json")):
+        document = json.loads(path.read_text())
+        plot(document["workload"], document["runs"], document["aggregate"], plots)
+
+
 def plot(
     workload: str, runs: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], out: Path
 ) -> list[Path]:
@@ -583,11 +591,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: bench/)")
     parser.add_argument(
         "--readme-only", action="store_true",
-        help="rewrite the README tables from bench/results without running anything",
+        help="rewrite the README tables and redraw bench/plots from bench/results without "
+        "running anything",
     )
     args = parser.parse_args(argv)
     if args.readme_only:
         write_readme(*readme_parts(RESULTS))
+        redraw_plots(RESULTS, PLOTS)
         return 0
     workloads = read_workloads(args.smoke, args.only)
     if not workloads:
