@@ -336,3 +336,23 @@ def test_fractions_written_on_one_device_stay_there_even_over_committed() -> Non
         share("b", 600, node_name="n", gpu_devices=(0,)),
     ]
     assert device_usage(node("n", gpus=2), pods).used == (1200, 0)
+
+
+def test_slots_remembered_by_device_content_follow_each_node_as_it_changes() -> None:
+    """`known_slots` is shared by nodes and cycles with the same devices: a fraction
+    placed on one of two alike nodes changes that node's slots alone, and taking it off
+    gives the first answer back; each answer is the one counted from the devices afresh."""
+    from core_builders import snapshot_of
+
+    from phalanx.core.devices import slots
+
+    held = [share("a", 500, node_name="n1", gpu_devices=(0,)),
+            share("b", 500, node_name="n2", gpu_devices=(0,))]
+    state = CycleState(snapshot_of([node("n1", gpus=2), node("n2", gpus=2), *held]).index)
+    assert state.slots(0, 250) == state.slots(1, 250) == 6
+    extra = share("c", 250)
+    state.place(0, extra)
+    assert [state.slots(i, 250) for i in (0, 1)] == [5, 6]
+    assert all(state.slots(i, 250) == slots(list(state.devices(i)), 250) for i in (0, 1))
+    state.unplace(0, extra)
+    assert state.slots(0, 250) == 6

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from phalanx.core.device_choice import DEVICE, choose_devices
 from phalanx.core.model import NodeInfo, PodInfo
@@ -74,6 +75,16 @@ def slots(used: Sequence[int], milli: int) -> int:
     if milli <= 0 or milli > DEVICE:
         return 0
     return sum((DEVICE - taken) // milli for taken in used if taken < DEVICE)
+
+
+@lru_cache(maxsize=1 << 16)
+def known_slots(used: tuple[int, ...], milli: int) -> int:
+    """`slots`, remembered by the devices' content: nodes and cycles share the few
+    device states of a cluster (every fractional shape of a late Alibaba simulator
+    cycle asked ~6,000 node and part pairs afresh, a twentieth of the cycle, mostly of
+    states seen on other nodes or in the cycle before). Keyed by content, it cannot go
+    stale; bounded, it cannot grow without end in the operator."""
+    return slots(used, milli)
 
 
 def whole_free(used: Sequence[int]) -> int:

@@ -17,10 +17,10 @@ from phalanx.core.device_choice import DEVICE
 from phalanx.core.devices import (
     DeviceShare,
     holds_gpus,
+    known_slots,
     overcommitted,
     part_of,
     pod_shares,
-    slots,
     take,
 )
 from phalanx.core.fragmentation import ShapeMix
@@ -227,7 +227,7 @@ class CycleState:
             known = self._slot_counts[node] = {}
         found = known.get(milli)
         if found is None:
-            found = known[milli] = slots(self.devices(node), milli)
+            found = known[milli] = known_slots(tuple(self.devices(node)), milli)
         return found
 
     def _within_slots(self, counts: list[int], milli: int) -> list[int]:
