@@ -24,10 +24,13 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.e2e_report import replace_section
 from bench.packing_report import BEGIN, END, readme_section
+
+if TYPE_CHECKING:
+    from phalanx.sim.packing import PackNode, PackPod
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "alibaba-gpu-v2023"
@@ -51,16 +54,27 @@ def available_policies() -> list[str]:
     return [p for p in POLICY_ORDER if p in POLICIES]
 
 
+def trace_arrivals(
+    trace: str, seed: int, nodes: Sequence[PackNode]
+) -> tuple[list[PackPod], list[PackPod]]:
+    """The trace's pods (`-whole`: without its fractional ones) and one seed's arrivals of
+    them, until they ask for 130% of the nodes' GPUs: the table, `bench.packing_losses`
+    and `bench.packing_headroom` judge the same arrivals."""
+    from phalanx.sim.packing import arrivals, read_trace, whole_gpu_only
+
+    pods = read_trace(DATA / f"openb_pod_list_{trace.removesuffix(WHOLE)}.csv")
+    if trace.endswith(WHOLE):
+        pods = whole_gpu_only(pods)
+    return pods, arrivals(pods, sum(n.gpus for n in nodes) * 1000, seed)
+
+
 def run_one(task: tuple[str, str, int, bool]) -> dict[str, Any]:
-    from phalanx.sim.packing import arrivals, read_nodes, read_trace, run_packing, whole_gpu_only
+    from phalanx.sim.packing import read_nodes, run_packing
     from phalanx.sim.packing.policies import POLICIES
 
     trace, policy, seed, random_ties = task
     nodes = read_nodes(NODES)
-    pods = read_trace(DATA / f"openb_pod_list_{trace.removesuffix(WHOLE)}.csv")
-    if trace.endswith(WHOLE):
-        pods = whole_gpu_only(pods)
-    sequence = arrivals(pods, sum(n.gpus for n in nodes) * 1000, seed)
+    pods, sequence = trace_arrivals(trace, seed, nodes)
     result = run_packing(POLICIES[policy](pods), nodes, sequence, seed, random_ties)
     return {
         "trace": trace,

@@ -35,14 +35,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.packing import DATA, NODES, TRACES
+from bench.packing import NODES, TRACES, trace_arrivals
 from phalanx.sim.packing import (
     PackCluster,
     PackNode,
     PackPod,
-    arrivals,
     read_nodes,
-    read_trace,
     run_packing,
 )
 from phalanx.sim.packing.nodes import BoolArray
@@ -175,9 +173,8 @@ class Headroom:
 def headroom(
     trace: str, seed: int, nodes: Sequence[PackNode], policies: Sequence[str]
 ) -> Headroom:
-    pods = read_trace(DATA / f"openb_pod_list_{trace}.csv")
+    pods, sequence = trace_arrivals(trace, seed, nodes)
     total = sum(n.gpus for n in nodes) * DEVICE_MILLI
-    sequence = arrivals(pods, total, seed)
     allocated: dict[str, int] = {}
     free: dict[str, FreeSplit] = {}
     prefix = len(sequence)

@@ -34,16 +34,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.packing import DATA, NODES, TRACES, WHOLE
+from bench.packing import NODES, TRACES, trace_arrivals
+from bench.packing_headroom import Recording
 from phalanx.sim.packing import (
     PackCluster,
     PackNode,
     PackPod,
-    arrivals,
     read_nodes,
-    read_trace,
     run_packing,
-    whole_gpu_only,
 )
 from phalanx.sim.packing.policies import POLICIES
 from phalanx.sim.packing.policy import PackingPolicy, Placement
@@ -70,18 +68,15 @@ def failure_reason(cluster: PackCluster, pod: PackPod) -> str:
     return "cpu" if memory else "memory" if cpu else "cpu and memory"
 
 
-class Watching:
-    """A policy that records why each pod it could not place failed."""
+class Watching(Recording):
+    """A policy that also records why each pod it could not place failed."""
 
     def __init__(self, policy: PackingPolicy) -> None:
-        self.policy = policy
-        self.name = policy.name
+        super().__init__(policy)
         self.failures: Counter[tuple[str, str]] = Counter()
-        self.cluster: PackCluster | None = None
 
     def choose(self, cluster: PackCluster, pod: PackPod) -> Placement | None:
-        self.cluster = cluster
-        where = self.policy.choose(cluster, pod)
+        where = super().choose(cluster, pod)
         if where is None:
             self.failures[kind_of(pod), failure_reason(cluster, pod)] += 1
         return where
@@ -141,11 +136,8 @@ class Losses:
 
 
 def losses(trace: str, seed: int, nodes: Sequence[PackNode], policies: Sequence[str]) -> Losses:
-    pods = read_trace(DATA / f"openb_pod_list_{trace.removesuffix(WHOLE)}.csv")
-    if trace.endswith(WHOLE):
-        pods = whole_gpu_only(pods)
+    pods, sequence = trace_arrivals(trace, seed, nodes)
     total = sum(n.gpus for n in nodes) * DEVICE_MILLI
-    sequence = arrivals(pods, total, seed)
     shapes = gpu_shapes(sequence)
     found = Losses(trace, seed, total)
     for name in policies:

@@ -151,8 +151,9 @@ def device_usage(node: NodeInfo, pods: Sequence[PodInfo]) -> DeviceUsage:
     (`CycleState.slots` reads one or the other). Fractions are kept where they say they
     are, over-committing a device if they do: that is what sharing by index does."""
     used, shares, unsaid = _as_written(node, pods)
-    if used and max(used) > DEVICE:
-        used, shares, unsaid = _as_written_whole_first(node, pods)
+    if used and max(used) > DEVICE:  # some annotations over-commit a device: whole GPUs first
+        whole_first = sorted(pods, key=lambda p: p.fractional)
+        used, shares, unsaid = _as_written(node, whole_first, whole_apart=True)
     ordered = sorted(unsaid, key=lambda p: p.fractional)
     start = 0 if any(used) else _in_index_order(ordered, node, used, shares)
     for pod in ordered[start:]:
@@ -165,49 +166,25 @@ def device_usage(node: NodeInfo, pods: Sequence[PodInfo]) -> DeviceUsage:
 
 
 def _as_written(
-    node: NodeInfo, pods: Sequence[PodInfo]
+    node: NodeInfo, pods: Sequence[PodInfo], whole_apart: bool = False
 ) -> tuple[list[int], dict[PodKey, tuple[DeviceShare, ...]], list[PodInfo]]:
     """Every pod that says which devices it holds, on them, in the given order; the
-    others, to be placed. Where no device ends above 1,000 milli no whole-GPU pod shares
-    a device, so this is also what `_as_written_whole_first` gives, in one plain pass
-    (the usage of every node is rebuilt each cycle: the common case must stay cheap)."""
+    others, to be placed. `whole_apart`: a whole-GPU pod that names a device already held
+    joins the others. Where no device ends above 1,000 milli no whole-GPU pod shares a
+    device, so without it the same comes out in one plain pass (the usage of every node is
+    rebuilt each cycle: the common case must stay cheap)."""
     used = [0] * node.gpu_count
     shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
     unsaid: list[PodInfo] = []
     for pod in pods:
         said = _written(pod, node)
-        if said is None:
+        if said is None or (
+            whole_apart and not pod.fractional and any(used[s.index] for s in said)
+        ):
             unsaid.append(pod)
         else:
             shares[pod.key] = said
             take(used, said, 1)
-    return used, shares, unsaid
-
-
-def _as_written_whole_first(
-    node: NodeInfo, pods: Sequence[PodInfo]
-) -> tuple[list[int], dict[PodKey, tuple[DeviceShare, ...]], list[PodInfo]]:
-    """`_as_written` when the annotations over-commit a device: whole-GPU pods first, one
-    that names a device an earlier one holds joins the pods to be placed; then the
-    fractions, where they say."""
-    used = [0] * node.gpu_count
-    shares: dict[PodKey, tuple[DeviceShare, ...]] = {}
-    unsaid: list[PodInfo] = []
-    fractions: list[tuple[PodInfo, tuple[DeviceShare, ...]]] = []
-    for pod in pods:
-        said = _written(pod, node)
-        if said is None:
-            unsaid.append(pod)
-        elif pod.fractional:
-            fractions.append((pod, said))
-        elif any(used[share.index] for share in said):
-            unsaid.append(pod)
-        else:
-            shares[pod.key] = said
-            take(used, said, 1)
-    for pod, said in fractions:
-        shares[pod.key] = said
-        take(used, said, 1)
     return used, shares, unsaid
 
 
