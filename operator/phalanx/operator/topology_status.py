@@ -30,16 +30,19 @@ def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
     }
 
 
-def topology_status(snapshot: Snapshot, name: str) -> dict[str, Any] | None:
+def topology_status(
+    snapshot: Snapshot, name: str, hosts: bool = False
+) -> dict[str, Any] | None:
     """The domain tree with node and GPU counts (total and free, `phalanx.core.gpus`)
-    per domain, except a host level (`listed_domains`)."""
+    per domain, except a host level (`listed_domains`) unless `hosts` (only for
+    `bench.topology_status_size`, which measures what leaving them out saves)."""
     index = snapshot.index
     if name not in index.topologies:
         return None
     tree = index.tree(name)
     counts = domain_gpus(snapshot, name)
     rows = [_row(tree.level_name(d), tree.name(d), tree.name(tree.parent[d]) or None, counts[d])
-            for d in listed_domains(tree)]
+            for d in (range(1, tree.size) if hosts else listed_domains(tree))]
     return {
         "levels": len(tree.levels),
         "domains": len(rows),
@@ -52,9 +55,11 @@ def listed_domains(tree: DomainTree) -> list[int]:
     """Every domain below the cluster, but not those of a finest level where each domain
     is one node (a host level): such a row only repeats its Node, and the status is
     written after every cycle that places. At 5,000 nodes (bench-5000) host rows were
-    5,000 of 5,208, 675 KB of JSON per write, and writes timed out while the API server
-    was busy; a host row per node would also pass etcd's 1.5 MiB object limit at about
-    11,000 nodes. `kubectl phalanx topology --all-levels` still shows hosts."""
+    5,000 of 5,208, 675 KB of JSON per write against 23 KB without them
+    (`python -m bench.topology_status_size`), and writes timed out while the API server
+    was busy; with a host row per node the status alone would pass etcd's 1.5 MiB object
+    limit at about 12,500 nodes (1,563 KB compact, `... --nodes 12500`).
+    `kubectl phalanx topology --all-levels` still shows hosts."""
     finest = tree.by_level[-1] if tree.by_level else ()
     hosts = set(finest) if finest and all(tree.node_counts[d] == 1 for d in finest) else set()
     return [d for d in range(1, tree.size) if d not in hosts]
