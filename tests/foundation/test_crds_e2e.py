@@ -69,13 +69,13 @@ def test_kubectl_get_shows_the_printer_columns(cluster: LocalCluster, namespace:
     cluster.kubectl(
         "patch", "pg", "train-rack", "-n", namespace, "--subresource=status", "--type=merge",
         "-p", json.dumps({"status": {"phase": "Running", "running": 8,
-                                     "placement": {"summary": "rack=rack-0-1 (8 nodes)"}}}),
+                                     "placement": {"summary": "rack rack-0-1, 8 nodes"}}}),
     )
     (row,) = table(cluster.kubectl("get", "pg", "-n", namespace).stdout)
     assert list(row) == ["NAME", "PHASE", "MINMEMBER", "RUNNING", "QUEUE", "PLACEMENT", "AGE"]
     assert row | {"AGE": ""} == {
         "NAME": "train-rack", "PHASE": "Running", "MINMEMBER": "8", "RUNNING": "8",
-        "QUEUE": "team-a", "PLACEMENT": "rack=rack-0-1 (8 nodes)", "AGE": "",
+        "QUEUE": "team-a", "PLACEMENT": "rack rack-0-1, 8 nodes", "AGE": "",
     }
     name = f"columns-{secrets.token_hex(3)}"
     cluster.apply([{"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
