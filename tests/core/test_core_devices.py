@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from core_builders import cycle, group, node, pod, racks, snapshot_of, topology
 
-from phalanx.core import GroupTopology, PodInfo, SchedulerConfig
+from phalanx.core import GroupTopology, PodInfo
 from phalanx.core.device_choice import choose_devices
 from phalanx.core.devices import DeviceShare, device_usage
 from phalanx.core.model import SubGroupSpec
@@ -83,35 +83,56 @@ def test_a_mixed_gang_takes_whole_devices_and_shares_another() -> None:
     }
 
 
+def mixed_gang(name: str, halves: int) -> list[PodInfo]:
+    """A whole-GPU pod then `halves` half-GPU pods, one gang."""
+    return [pod(f"{name}-0", gpus=1, group=name),
+            *(share(f"{name}-{i}", 500, group=name) for i in range(1, halves + 1))]
+
+
 def test_a_mixed_gang_keeps_to_its_required_rack() -> None:
-    """Rack r0 comes first and has half a GPU shared already, but it holds the whole-GPU
-    pod and one half only; r1 holds all three. Without topology the gang spreads."""
+    """A whole GPU and two halves (2 GPUs) on nodes of one GPU. Rack r0 comes first and has
+    half a GPU shared already: it holds the whole-GPU pod and one half only, so the gang
+    goes to r1. With half a GPU shared in r1 too no rack holds it, and it waits whole,
+    though the cluster does hold it (control: without the rack the same gang binds, across
+    both racks, since neither holds it alone)."""
     nodes = racks(2, 2, gpus=1)
-    held = share("held", 500, node_name="n-0-0-1", gpu_devices=(0,))
-    pods = [pod("mix-0", gpus=1, group="mix"), share("mix-1", 500, group="mix"),
-            share("mix-2", 500, group="mix")]
     rack_of = {n.name: n.labels["rack"] for n in nodes}
-    for config, racks_used in ((None, {"r1"}), (SchedulerConfig(topology_aware=False),
-                                                 {"r0", "r1"})):
-        result = cycle(nodes, topology("default", "rack", "host"), held,
-                       group("mix", 3, required="rack"), pods, config=config)
-        assert len(result.bindings) == 3
-        assert {rack_of[b.node] for b in result.bindings} == racks_used
+    held = [share("held-0", 500, node_name="n-0-0-1", gpu_devices=(0,))]
+    shape = topology("default", "rack", "host")
+    result = cycle(nodes, shape, held, group("mix", 3, required="rack"), mixed_gang("mix", 2))
+    assert {rack_of[b.node] for b in result.bindings} == {"r1"}
+    assert len(result.bindings) == 3
+    held.append(share("held-1", 500, node_name="n-0-1-1", gpu_devices=(0,)))
+    result = cycle(nodes, shape, held, group("mix", 3, required="rack"), mixed_gang("mix", 2))
+    assert result.bindings == ()
+    control = cycle(nodes, shape, held, group("mix", 3), mixed_gang("mix", 2))
+    assert {rack_of[b.node] for b in control.bindings} == {"r0", "r1"}
+    assert len(control.bindings) == 3
 
 
 def test_every_sub_group_of_a_mixed_gang_shares_one_host() -> None:
-    nodes = racks(1, 4, gpus=2)
-    held = share("held", 500, node_name="n-0-0-0", gpu_devices=(0,))
-    pods = [pod("job-0", gpus=1, group="job"), *(share(f"job-{i}", 500, group="job")
-                                                 for i in range(1, 4))]
+    """Sub-groups of 2 on one host each: (whole, half) and (half, half). Where no host
+    holds a whole GPU and a half, the gang waits whole (control: without sub-groups the
+    same gang binds, its first pair on two hosts, since no host holds it)."""
     pairs = GroupTopology(sub_group=SubGroupSpec(size=2, required="host"))
-    for spec, together in ((pairs, True), (None, False)):
-        result = cycle(nodes, topology("default", "rack", "host"), held,
-                       group("job", 4, topology=spec), pods)
-        where = {b.pod: b.node for b in result.bindings}
-        assert len(where) == 4
-        assert (where["default/job-0"] == where["default/job-1"]
-                and where["default/job-2"] == where["default/job-3"]) == together
+    shape = topology("default", "rack", "host")
+    held = share("held", 500, node_name="n-0-0-0", gpu_devices=(0,))
+    result = cycle(racks(1, 4, gpus=2), shape, held, group("job", 4, topology=pairs),
+                   mixed_gang("job", 3))
+    where = {b.pod: b.node for b in result.bindings}
+    assert len(where) == 4
+    assert where["default/job-0"] == where["default/job-1"]
+    assert where["default/job-2"] == where["default/job-3"]
+    # one GPU a node: n-0-0-0 has a whole one free, the others half of a shared one
+    nodes = racks(1, 4, gpus=1)
+    halves = [share(f"held-{h}", 500, node_name=f"n-0-0-{h}", gpu_devices=(0,))
+              for h in range(1, 4)]
+    result = cycle(nodes, shape, halves, group("job", 4, topology=pairs), mixed_gang("job", 3))
+    assert result.bindings == ()
+    control = cycle(nodes, shape, halves, group("job", 4), mixed_gang("job", 3))
+    where = {b.pod: b.node for b in control.bindings}
+    assert len(where) == 4
+    assert where["default/job-0"] != where["default/job-1"]
 
 
 def test_a_mixed_gang_that_needs_one_more_device_waits_whole() -> None:
