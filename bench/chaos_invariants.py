@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from phalanx.core.model import FINISHED_PHASES
+
 GPU = "nvidia.com/gpu"
-TERMINAL = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,4 +124,4 @@ def pod_state(pod: Mapping[str, Any], namespace: str, group_label: str) -> PodSt
     group = ""
     if meta.get("namespace") == namespace:
         group = str((meta.get("labels") or {}).get(group_label) or "")
-    return PodState(str(spec.get("nodeName") or ""), gpus, phase in TERMINAL, group)
+    return PodState(str(spec.get("nodeName") or ""), gpus, phase in FINISHED_PHASES, group)

@@ -184,26 +184,11 @@ MORE_LABELS = {
 }
 
 
-def compare(phalanx: Mapping[str, Any], kube: Mapping[str, Any]) -> dict[str, Any]:
-    """Ratios Phalanx / kube-scheduler and the figures where Phalanx is worse."""
-    ours, theirs = headline(phalanx), headline(kube)
-    ratios = {key: _ratio(ours[key], theirs[key]) for key in ours}
-    losses = []
-    for key in ours:
-        a, b = ours[key], theirs[key]
-        if a is None or b is None:
-            continue
-        worse = a > b if key in LOWER_IS_BETTER else a < b
-        if worse:
-            losses.append(f"{LABELS[key]}: {_fmt(a)} vs {_fmt(b)} (kube-scheduler)")
-    return {"phalanx": ours, "kube_scheduler": theirs, "ratio_phalanx_over_kube": ratios,
-            "phalanx_loses": losses}
-
-
 def compare_rounds(phalanx: Sequence[Mapping[str, Any]], kube: Sequence[Mapping[str, Any]],
                    name: str = "kube-scheduler") -> dict[str, Any]:
-    """Like `compare`, over rounds: means compared, every round's ratio kept, and the
-    spread (min, max) of each figure for each scheduler."""
+    """Ratios Phalanx / the other scheduler over rounds, and the figures where Phalanx is
+    worse: means compared, every round's ratio kept, and the spread (min, max) of each
+    figure for each scheduler."""
     ours = [headline(run) for run in phalanx]
     theirs = [headline(run) for run in kube]
     ours_mean, theirs_mean = _mean(ours), _mean(theirs)

@@ -15,7 +15,6 @@ from phalanx.core.names import (
     DEFAULT_TOPOLOGY,
     GPU,
     GPU_MEMORY_LABEL,
-    GPU_PRODUCT_LABEL,
     SCHEDULER_NAME,
     GroupKey,
     PodKey,
@@ -101,11 +100,6 @@ class NodeInfo:
         pod asking for GPU memory never lands here."""
         text = self.labels.get(GPU_MEMORY_LABEL, "")
         return int(text) if text.isdigit() else 0
-
-    @property
-    def gpu_model(self) -> str:
-        """The GPU model (GPU Feature Discovery's `nvidia.com/gpu.product`), "" unknown."""
-        return self.labels.get(GPU_PRODUCT_LABEL, "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,27 +107,14 @@ def fit_count(
     return count if count > 0 else 0
 
 
-def fit_counts(
-    frees: Sequence[Mapping[str, int]],
-    pods_free: Sequence[int],
-    requests: tuple[tuple[str, int], ...],
-) -> list[int]:
-    """`fit_count` for every node at once, one resource column at a time (much faster
-    in CPython than a call per node)."""
-    counts = list(pods_free)
-    for name, amount in requests:
-        column = [free.get(name, 0) // amount for free in frees]
-        counts = list(map(min, counts, column))
-    return [count if count > 0 else 0 for count in counts]
-
-
 def fit_counts_of_columns(
     columns: Sequence[Sequence[int]],
     pods_free: Sequence[int],
     requests: tuple[tuple[str, int], ...],
 ) -> list[int]:
-    """`fit_counts` from one column of free amounts per requested resource (aligned with
-    `requests`), as the cycle state keeps them. Comprehensions, not `map(min, ...)` and
+    """`fit_count` for every node at once, from one column of free amounts per requested
+    resource (aligned with `requests`), as the cycle state keeps them: a column at a time
+    is much faster in CPython than a call per node. Comprehensions, not `map(min, ...)` and
     `map(max, ...)`: the builtins' argument handling made those 1.6x slower (1,213
     nodes, three resources), and a new shape's counts are a tenth of a busy cycle."""
     counts: Sequence[int] = pods_free

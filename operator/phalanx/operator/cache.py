@@ -230,10 +230,6 @@ class ClusterCache:
             return None
         return next(iter(store[key]), None)
 
-    def all_objects(self) -> Iterator[Body]:
-        for kind in Kind:
-            yield from self.objects(kind)
-
 
 def kind_of_body(body: Body) -> Kind | None:
     """Which store an object belongs in (Kubernetes' PodGroup is not Phalanx's)."""

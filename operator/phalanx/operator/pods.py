@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from phalanx.core.names import GANG_GATE, SCHEDULER_NAME, group_name
+from phalanx.core.names import GANG_GATE, SCHEDULER_NAME
 from phalanx.operator.cache import Body
-
-TERMINAL = ("Succeeded", "Failed")
 
 
 def pod_key(pod: Body) -> str:
     meta = pod.get("metadata", {})
     return f"{meta.get('namespace')}/{meta.get('name')}"
-
-
-def group_key_of(pod: Body) -> str | None:
-    meta = pod.get("metadata", {})
-    name = group_name(meta.get("labels") or {}, meta.get("annotations") or {})
-    return f"{pod.get('metadata', {}).get('namespace')}/{name}" if name else None
 
 
 def node_of(pod: Body) -> str | None:
@@ -37,18 +29,6 @@ def wants_phalanx(pod: Body) -> bool:
     return bool(pod.get("spec", {}).get("schedulerName") == SCHEDULER_NAME)
 
 
-def phase_of(pod: Body) -> str:
-    return str(pod.get("status", {}).get("phase") or "Pending")
-
-
-def is_terminal(pod: Body) -> bool:
-    return phase_of(pod) in TERMINAL
-
-
 def is_deleting(pod: Body) -> bool:
     return bool(pod.get("metadata", {}).get("deletionTimestamp"))
 
-
-def has_controller(pod: Body) -> bool:
-    refs = pod.get("metadata", {}).get("ownerReferences") or []
-    return any(bool(ref.get("controller")) for ref in refs)
