@@ -163,9 +163,23 @@ def test_a_fractional_shape_uses_no_more_gpu_than_the_node_cpu_leaves_pods_for()
     # 2 free GPUs, cpu for 2 pods of 100 milli: 200 milli usable, 1,800 lost (FGD: none)
     assert mix.fragmentation(8000, GI, [1000, 1000]) == 1800
     assert mix.fragmentation(80000, GI, [1000, 1000]) == 0
+
+
+def test_whole_gpu_shapes_are_capped_by_cpu_only_while_no_typical_shape_shares_a_device() -> None:
     whole = ShapeMix()
     whole.observe(pod("whole", gpus=1, cpu=4))
-    assert whole.fragmentation(4000, GI, [1000, 1000]) == 0  # whole GPUs: one pod fits
+    # 2 free GPUs, cpu for one pod of one GPU: the other GPU is lost (FGD: none)
+    assert whole.fragmentation(4000, GI, [1000, 1000]) == 1000
+    assert whole.fragmentation(8000, GI, [1000, 1000]) == 0
+    pair = ShapeMix()
+    pair.observe(pod("pair", gpus=2, cpu=4))
+    assert pair.fragmentation(4000, GI, [1000, 1000, 1000, 1000]) == 2000
+    mixed = ShapeMix()
+    mixed.observe(pod("whole", gpus=1, cpu=4))
+    mixed.observe(pod("half", gpus=0, cpu=4, gpu_milli=500))
+    # beside a fractional shape only the fraction is capped: one half pod of 500 milli
+    # uses 500 of the 2,000 free, the whole shape loses nothing, so 0.5 x 1,500 is lost
+    assert mixed.fragmentation(4000, GI, [1000, 1000]) == 750
 
 
 def test_a_cpu_hungry_fraction_goes_where_cpu_is_left_for_the_small_ones() -> None:
@@ -178,3 +192,13 @@ def test_a_cpu_hungry_fraction_goes_where_cpu_is_left_for_the_small_ones() -> No
     hungry = pod("hungry", gpus=0, gpu_milli=250, cpu=8)
     nodes = [node("a", gpus=2, cpu=12), node("b", gpus=2, cpu=40), node("c", gpus=5, cpu=80)]
     assert placed(cycle(nodes, typical, hungry)) == {"default/hungry": "b"}
+
+
+def test_a_cpu_only_pod_leaves_cpu_for_the_whole_gpu_pods_of_a_node() -> None:
+    # typical: one GPU with 4 cores. On a (2 GPUs, 8 cores) the 4-core CPU-only pod would
+    # leave cpu for one of them beside 2 free GPUs; on b (16 cores) for three. Asking only
+    # whether one typical pod still fits, a and b are equal and a, first, would win.
+    typical = [pod(f"t{i}", gpus=1, cpu=4, node_name="c", gpu_devices=(i,)) for i in range(20)]
+    cpu_only = pod("cpu-only", gpus=0, cpu=4)
+    nodes = [node("a", gpus=2, cpu=8), node("b", gpus=2, cpu=16), node("c", gpus=20, cpu=80)]
+    assert placed(cycle(nodes, typical, cpu_only)) == {"default/cpu-only": "b"}
