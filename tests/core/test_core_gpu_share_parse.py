@@ -71,6 +71,7 @@ def test_a_gpu_share_is_read_from_the_annotations(
             "not both",
         ),
         ({"scheduling.phalanx.io/gpu-fraction": "0.5"}, {GPU: "1"}, "must not request"),
+        ({"gpu-memory": "\u00b2"}, None, "expected a memory quantity"),  # was a ValueError
     ],
 )
 def test_an_ask_that_cannot_be_met_as_written_is_refused_with_the_reason(
@@ -97,7 +98,12 @@ def test_one_invalid_pod_holds_back_its_whole_gang_and_the_group_names_it() -> N
 
 @pytest.mark.parametrize(
     ("text", "devices"),
-    [("3", (3,)), ("0,1,2,3", (0, 1, 2, 3)), (" 1, 2 ", (1, 2)), ("x", ()), ("1,,2", ()), ("", ())],
+    [
+        ("3", (3,)), ("0,1,2,3", (0, 1, 2, 3)), (" 1, 2 ", (1, 2)), ("x", ()), ("1,,2", ()),
+        ("", ()),
+        # ValueError from int(), where isdigit() said yes
+        ("\u00b2", ()), ("1,\u00b2", ()), ("9" * 30, ()),
+    ],
 )
 def test_the_devices_written_on_a_pod_are_read_back(text: str, devices: tuple[int, ...]) -> None:
     info = parse_pod(pod_obj({"scheduling.phalanx.io/gpu-index": text}))
@@ -110,6 +116,7 @@ def test_node_gpu_memory_comes_from_gpu_feature_discovery_labels() -> None:
     info = parse_node(_node({"nvidia.com/gpu.memory": "81559"}))
     assert (info.gpu_count, info.gpu_memory) == (8, 81559)
     assert parse_node(_node({"nvidia.com/gpu.memory": "80GB"})).gpu_memory == 0
+    assert parse_node(_node({"nvidia.com/gpu.memory": "\u00b2"})).gpu_memory == 0  # ValueError
 
 
 def _node(labels: dict[str, str] | None = None) -> dict[str, Any]:

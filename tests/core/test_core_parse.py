@@ -293,6 +293,22 @@ def test_queue_and_topology_and_priority_class() -> None:
         ),
         ({"kind": "PriorityClass", "metadata": {"name": "p"}}, "PriorityClass", "value"),
         ({"metadata": {"name": "x"}}, "object", "kind"),
+        # found by tests/core/test_core_parse_fuzz.py: each of these crashed a cycle
+        (  # OverflowError: the queue's share is its usage / weight, a float
+            {"kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 10**400}},
+            "Queue",
+            "spec.weight",
+        ),
+        (  # MemoryError: the core lists a node's GPU devices one by one
+            node_obj(allocatable={GPU: "9e18"}),
+            "Node",
+            "status.allocatable.nvidia.com/gpu",
+        ),
+        (  # a minute or more: 10^999999999 was computed in full
+            pod_obj([container({"memory": "1e999999999"})]),
+            "Pod",
+            "spec.containers[0].resources.requests.memory",
+        ),
     ],
 )
 def test_invalid_objects_name_kind_and_field(obj: dict[str, Any], kind: str, field: str) -> None:

@@ -232,6 +232,23 @@ def test_every_sub_group_lies_in_one_domain() -> None:
     assert where["default/job-2"] == where["default/job-3"]
 
 
+def test_sub_group_pods_go_in_natural_order_whatever_their_names() -> None:
+    """Pod names are sorted worker-2 before worker-10 for the sub-groups. A name with a
+    "\u00b2" (which `str.isdigit` takes for a digit) raised ValueError in that sort, and
+    so did one with more digits than `int` reads (both found by
+    tests/core/test_core_parse_fuzz.py; `phalanx plan -f` reads names no API server checked)."""
+    nodes = racks(1, 2, gpus=8)
+    spec = GroupTopology(sub_group=SubGroupSpec(size=2, required="host"))
+    names = ["job-10", "job-2", "job-1\u00b2", "job-" + "9" * 5000]
+    pods = [pod(name, gpus=4, group="job") for name in names]
+    result = cycle(nodes, RACKS, group("job", 4, topology=spec), pods)
+    where = {b.pod: b.node for b in result.bindings}
+    assert len(where) == 4
+    # in order: job-1\u00b2 (its number is 1), job-2, job-10, job-999...
+    assert where["default/job-1\u00b2"] == where["default/job-2"]
+    assert where["default/job-10"] == where[f"default/{names[-1]}"]
+
+
 def test_sub_group_that_cannot_fit_places_nothing() -> None:
     nodes = racks(1, 4, gpus=8)
     busy = [pod(f"busy-{h}", gpus=4, node_name=f"n-0-0-{h}") for h in range(4)]

@@ -48,3 +48,34 @@ def test_valid_quantities(text: str | int | float, milli: int) -> None:
 def test_invalid_quantities(text: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "milli"),
+    [
+        ("9e18", 9 * 10**21),  # under 2^63-1, Kubernetes' most
+        ("7Ei", 7 * 2**60 * 1000),
+        ("1e-999999999", 1),  # far under a milli-unit: rounded up, at once
+        ("0e999999999", 0),
+        ("0.00000000000000000000000000000000000001e38", 1000),  # the clamp keeps the answer
+    ],
+)
+def test_extreme_exponents_are_answered_at_once(text: str, milli: int) -> None:
+    """"1e999999999" took the parser minutes (10^999999999 computed in full): any
+    cpu or memory field could stall a cycle."""
+    assert parse_quantity(text) == milli
+
+
+@pytest.mark.parametrize(
+    "text", ["1e999999999", "-1e999999999", "1e19", "8Ei", 1e300, "1e1234567890123456789"]
+)
+def test_more_than_kubernetes_holds_is_invalid(text: object) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", ["\u0663", "1\u0663Gi", "1e\u0663"])
+def test_only_ascii_digits_are_digits(text: str) -> None:
+    """As in Kubernetes: "\u0663" (Arabic-Indic three) is no quantity."""
+    with pytest.raises(QuantityError):
+        parse_quantity(text)

@@ -47,6 +47,9 @@ def network_topology() -> dict[str, Any]:
     }
 
 
+TIMEOUT = "scheduling.phalanx.io/schedule-timeout-seconds"
+
+
 def upstream_group(
     name: str = "pg",
     policy: dict[str, Any] | None = None,
@@ -173,6 +176,28 @@ def test_annotations_carry_queue_priority_and_preferred_level() -> None:
         (
             upstream_group(key=LEAF, annotations={"scheduling.phalanx.io/topology-required": "r"}),
             "metadata.annotations[scheduling.phalanx.io/topology-required]",
+        ),
+        # found by tests/core/test_core_parse_fuzz.py: "\u00b2".isdigit() is true, int() raised
+        (
+            upstream_group(
+                annotations={
+                    "scheduling.phalanx.io/topology-subgroup-size": "\u00b2",
+                    "scheduling.phalanx.io/topology-subgroup-level": "host",
+                }
+            ),
+            "metadata.annotations[scheduling.phalanx.io/topology-subgroup-size]",
+        ),
+        (
+            upstream_group(annotations={TIMEOUT: "1\u00b2"}),
+            "metadata.annotations[scheduling.phalanx.io/schedule-timeout-seconds]",
+        ),
+        (  # more than the int32 of spec.scheduleTimeoutSeconds
+            upstream_group(annotations={TIMEOUT: "9" * 30}),
+            "metadata.annotations[scheduling.phalanx.io/schedule-timeout-seconds]",
+        ),
+        (  # no level has such a name (the CRDs' pattern): refused, not looked for
+            upstream_group(annotations={"scheduling.phalanx.io/topology-preferred": "Rack 1"}),
+            "metadata.annotations[scheduling.phalanx.io/topology-preferred]",
         ),
     ],
 )

@@ -15,7 +15,7 @@ from phalanx.core.shapes import Shape, demand_of, shapes_of
 from phalanx.core.snapshot import ClusterIndex, GroupPods
 from phalanx.core.status import Problem, Reason, StatusCode
 
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = re.compile(r"(\d+)", re.ASCII)
 __all__ = ["GroupWork", "Problem", "Settled", "build_works", "natural_key"]
 
 _NO_PODS = GroupPods((), (), (), PodCounts(), False, None, None, {})
@@ -104,9 +104,12 @@ def _settled(
 
 
 def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
-    """worker-2 before worker-10."""
+    """worker-2 before worker-10. The split puts the runs of digits at odd places; a run
+    compares by its length without leading zeros, then its text, which is its value's
+    order without `int` (which refuses thousands of digits, and "²" passes `isdigit`)."""
     return tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name)
+        (0, len(number := part.lstrip("0")), number) if odd % 2 else (1, 0, part)
+        for odd, part in enumerate(_DIGITS.split(name))
     )
 
 

@@ -21,6 +21,7 @@ from phalanx.core.names import (
     key_of,
 )
 from phalanx.core.nomination import Nomination
+from phalanx.core.quantity import whole_number
 from phalanx.topology.spec import TopologyLevel, TopologySpec
 
 __all__ = [
@@ -99,7 +100,7 @@ class NodeInfo:
         """MiB of memory per GPU (GPU Feature Discovery's label); 0 when unknown, so a
         pod asking for GPU memory never lands here."""
         text = self.labels.get(GPU_MEMORY_LABEL, "")
-        return int(text) if text.isdigit() else 0
+        return whole_number(text) or 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,16 @@ _DECIMAL_SI: dict[str, int] = {
     "E": 18,
 }
 _BINARY_SI: dict[str, int] = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$")
-_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$")
+_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$", re.ASCII)  # "\u0663" is no digit here
+_EXPONENT = re.compile(r"^[eE]([+-]?\d{1,18})$", re.ASCII)  # Kubernetes reads it as an int64
+MAX_UNITS = 2**63 - 1
+"""The most of anything a quantity may say: Kubernetes holds a quantity's value in an
+int64 (`resource.Quantity.Value()`), so no node, pod or queue has more."""
+
+
+MAX_INT32 = 2**31 - 1
+"""The most a count of the Kubernetes APIs holds (minMember, replicas, a priority, a
+timeout in seconds: int32 fields); the annotations that stand for them say no more."""
 
 
 class QuantityError(ValueError):
@@ -47,8 +55,10 @@ def _parse_text(text: str) -> int:
     if match is None:
         raise QuantityError(f"invalid quantity {text!r}")
     sign, digits, suffix = match.groups()
-    amount = Fraction(digits) * _multiplier(text, suffix) * 1000
+    amount = Fraction(digits) * _multiplier(text, suffix, len(digits)) * 1000
     milli = -((-amount.numerator) // amount.denominator)  # ceiling
+    if milli > MAX_UNITS * 1000:
+        raise QuantityError(f"invalid quantity {text!r}: more than {MAX_UNITS} (2^63-1)")
     return -milli if sign == "-" and milli else milli
 
 
@@ -60,12 +70,28 @@ def _text_of(value: str | int | float) -> str:
     return str(value).strip()
 
 
-def _multiplier(text: str, suffix: str) -> Fraction:
+def _multiplier(text: str, suffix: str, digits: int) -> Fraction:
+    """The suffix's factor. An exponent is clamped so that "1e999999999" costs no more
+    than "1e40": a non-zero mantissa of `digits` characters times 10^(digits+20) is over
+    MAX_UNITS, times 10^-(digits+30) under one milli-unit (rounded up to 1), so beyond
+    those bounds the exponent changes no answer, only the time to compute it."""
     if suffix in _DECIMAL_SI:
         return Fraction(10) ** _DECIMAL_SI[suffix]
     if suffix in _BINARY_SI:
         return Fraction(2) ** _BINARY_SI[suffix]
     exponent = _EXPONENT.match(suffix)
     if exponent is not None:
-        return Fraction(10) ** int(exponent.group(1))
+        power = min(max(int(exponent.group(1)), -digits - 30), digits + 20)
+        return Fraction(10) ** power
     raise QuantityError(f"invalid quantity {text!r}: unknown suffix {suffix!r}")
+
+
+def whole_number(text: str) -> int | None:
+    """A count, an index or a number of seconds written in an annotation or a label
+    ("600", " 4 "): ASCII digits, at most MAX_INT32; None for anything else.
+    `str.isdigit` is no test: "²" passes it and `int("²")` raises."""
+    stripped = text.strip()
+    if not stripped.isascii() or not stripped.isdigit() or len(stripped) > 10:
+        return None
+    number = int(stripped)
+    return number if number <= MAX_INT32 else None

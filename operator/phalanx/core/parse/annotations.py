@@ -7,6 +7,7 @@ sub-group; the same annotations carry them on both, read here once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from phalanx.core.names import (
     SUBGROUP_SIZE_ANNOTATION,
 )
 from phalanx.core.parse.fields import Reader
+from phalanx.core.quantity import MAX_INT32, whole_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +48,8 @@ def annotation_field(key: str) -> str:
 
 def read_group_annotations(reader: Reader) -> GroupAnnotations:
     annotations = reader.labels("metadata.annotations")
-    required = annotations.get(REQUIRED_ANNOTATION) or None
-    preferred = annotations.get(PREFERRED_ANNOTATION) or None
+    required = _level(reader, annotations, REQUIRED_ANNOTATION)
+    preferred = _level(reader, annotations, PREFERRED_ANNOTATION)
     if required and preferred:
         message = f"set {REQUIRED_ANNOTATION} or {PREFERRED_ANNOTATION}, not both"
         raise reader.error(annotation_field(PREFERRED_ANNOTATION), message)
@@ -61,20 +63,35 @@ def read_group_annotations(reader: Reader) -> GroupAnnotations:
     )
 
 
+_LEVEL_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # the CRDs' pattern, as a DNS label
+
+
+def _level(reader: Reader, annotations: Mapping[str, str], key: str) -> str | None:
+    """A level name, as the CRDs allow one (so the PodGroup made of a workload with it
+    is not refused by the API server, a refusal nobody would see on the workload)."""
+    name = annotations.get(key) or None
+    if name is not None and (len(name) > 63 or not _LEVEL_NAME.fullmatch(name)):
+        message = f"expected a level name (a-z, 0-9 and '-', at most 63), got {name!r}"
+        raise reader.error(annotation_field(key), message)
+    return name
+
+
 def _seconds(reader: Reader, annotations: Mapping[str, str], key: str) -> int | None:
     """A whole number of seconds >= 0 (what `spec.scheduleTimeoutSeconds` holds)."""
     text = annotations.get(key)
     if text is None:
         return None
-    if not text.strip().isdigit():
-        raise reader.error(annotation_field(key), f"expected an integer >= 0, got {text!r}")
-    return int(text)
+    seconds = whole_number(text)
+    if seconds is None:
+        message = f"expected an integer from 0 to {MAX_INT32}, got {text!r}"
+        raise reader.error(annotation_field(key), message)
+    return seconds
 
 
 def _sub_group(reader: Reader, annotations: Mapping[str, str]) -> SubGroupSpec | None:
     size_text = annotations.get(SUBGROUP_SIZE_ANNOTATION)
-    level = annotations.get(SUBGROUP_LEVEL_ANNOTATION)
-    if size_text is None and level is None:
+    level = _level(reader, annotations, SUBGROUP_LEVEL_ANNOTATION)
+    if size_text is None and SUBGROUP_LEVEL_ANNOTATION not in annotations:
         return None
     if not level:
         message = f"{SUBGROUP_SIZE_ANNOTATION} needs {SUBGROUP_LEVEL_ANNOTATION} (a level name)"
@@ -82,6 +99,7 @@ def _sub_group(reader: Reader, annotations: Mapping[str, str]) -> SubGroupSpec |
     field = annotation_field(SUBGROUP_SIZE_ANNOTATION)
     if size_text is None:
         raise reader.error(field, f"{SUBGROUP_LEVEL_ANNOTATION} needs a size here")
-    if not size_text.strip().isdigit() or int(size_text) < 1:
-        raise reader.error(field, f"expected an integer >= 1, got {size_text!r}")
-    return SubGroupSpec(size=int(size_text), required=level)
+    size = whole_number(size_text)
+    if size is None or size < 1:
+        raise reader.error(field, f"expected an integer from 1 to {MAX_INT32}, got {size_text!r}")
+    return SubGroupSpec(size=size, required=level)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
 from phalanx.core.errors import InvalidObject
-from phalanx.core.quantity import QuantityError, parse_quantity
+from phalanx.core.quantity import MAX_INT32, QuantityError, parse_quantity
 
 
 class Reader:
@@ -70,6 +70,8 @@ class Reader:
             raise self.error(path, f"expected an integer, got {value!r}")
         if minimum is not None and value < minimum:
             raise self.error(path, f"must be >= {minimum}, got {value}")
+        if not -MAX_INT32 - 1 <= value <= MAX_INT32:  # a weight of 10**400 is no float
+            raise self.error(path, f"must fit in 32 bits: from {-MAX_INT32 - 1} to {MAX_INT32}")
         return value
 
     def required_integer(self, path: str, minimum: int | None = None) -> int:

@@ -25,7 +25,7 @@ from phalanx.core.names import (
     KAI_GPU_MEMORY_ANNOTATION,
 )
 from phalanx.core.parse.annotations import annotation_field
-from phalanx.core.quantity import QuantityError, parse_quantity
+from phalanx.core.quantity import QuantityError, parse_quantity, whole_number
 
 MIB = 2**20
 
@@ -79,10 +79,9 @@ def _fraction(key: str, text: str) -> GpuAsk:
 def _memory(key: str, text: str) -> GpuAsk:
     """Phalanx's annotation is a quantity ("20Gi"); KAI's is MiB as a plain number."""
     stripped = text.strip()
+    mebibytes = whole_number(stripped) if key == KAI_GPU_MEMORY_ANNOTATION else None
     try:
-        if key == KAI_GPU_MEMORY_ANNOTATION and stripped.isdigit():
-            mebibytes = int(stripped)
-        else:
+        if mebibytes is None:
             mebibytes = -(-parse_quantity(stripped) // (1000 * MIB))
     except QuantityError:
         return _refuse(key, f"expected a memory quantity such as 20Gi, got {text!r}")
@@ -99,10 +98,10 @@ def read_gpu_index(annotations: Mapping[str, str]) -> tuple[int, ...]:
 
 def parse_gpu_index(text: str) -> tuple[int, ...]:
     """"3" -> (3,), "0,1" -> (0, 1); () for anything else."""
-    parts = [part.strip() for part in text.split(",")] if text else []
-    if not parts or not all(part.isdigit() for part in parts):
+    indices = [whole_number(part) for part in text.split(",")] if text else []
+    if not indices or None in indices:
         return ()
-    return tuple(int(part) for part in parts)
+    return tuple(index for index in indices if index is not None)
 
 
 def gpu_index_value(indices: tuple[int, ...] | list[int]) -> str:

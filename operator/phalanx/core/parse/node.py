@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.core.model import NodeInfo, Taint
+from phalanx.core.names import GPU
 from phalanx.core.parse.fields import Reader, is_mapping
+
+MAX_GPUS = 4096
+"""The most GPUs a node may have. The core keeps a list of each node's devices (which
+pods share which GPU), so "nvidia.com/gpu: 9e18" would fill the memory; no node has
+more than a few dozen, or a few hundred shares where a device plugin splits them."""
 
 
 def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
@@ -18,9 +24,13 @@ def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
     reader = Reader("Node", obj, namespaced=False)
     allocatable = reader.mapping("status.allocatable")
     source = "status.allocatable" if allocatable else "status.capacity"
+    resources = reader.resources(source)
+    if resources.get(GPU, 0) > MAX_GPUS * 1000:
+        message = f"more than {MAX_GPUS} GPUs on one node, got {resources[GPU] // 1000}"
+        raise reader.error(f"{source}.{GPU}", message)
     return NodeInfo(
         name=reader.name,
-        allocatable=reader.resources(source),
+        allocatable=resources,
         labels=reader.labels("metadata.labels"),
         taints=tuple(_taint(reader, i, t) for i, t in enumerate(reader.items("spec.taints"))),
         unschedulable=reader.boolean("spec.unschedulable", False),
