@@ -192,6 +192,10 @@ def test_two_levels_asked_at_once_are_an_error_naming_them() -> None:
         ("scheduling.phalanx.io/min-member", "zero"),
         ("scheduling.phalanx.io/topology-subgroup-size", "2"),
         ("scheduling.phalanx.io/schedule-timeout-seconds", "1.5"),
+        # found by tests/workloads/test_translate_fuzz.py
+        ("scheduling.phalanx.io/min-member", "\u00b2"),  # isdigit() said yes, int() raised
+        ("scheduling.phalanx.io/topology-required", "Rack 1"),  # the API server refused the
+        ("scheduling.phalanx.io/topology-subgroup-level", "-"),  # PodGroup: nobody was told
     ],
 )
 def test_bad_annotations_name_themselves(annotation: str, value: str) -> None:
@@ -244,3 +248,32 @@ def test_the_example_workloads_make_the_gangs_their_comments_promise(
         obj["metadata"]["namespace"], obj["metadata"]["uid"] = "demo", "uid-1"
         found.update({name: spec["minMember"] for name, spec in groups(obj).items()})
     assert found == expected
+
+
+def test_a_kueue_annotation_that_is_no_string_names_itself() -> None:
+    """A pod template of a custom resource (PyTorchJob) may hold any JSON; a list there
+    raised TypeError (unhashable) (found by tests/workloads/test_translate_fuzz.py)."""
+    obj = job()
+    obj["spec"]["template"]["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/podset-required-topology": ["rack"]
+    }
+    with pytest.raises(InvalidObject, match=r"podset-required-topology.*expected a node label"):
+        pod_groups_for(obj)
+
+
+def test_a_gang_larger_than_a_podgroup_holds_is_refused() -> None:
+    """2^31-1 replicas of a Job of 4: a PodGroup the CRD refuses (minMember is int32)."""
+    obj = jobset()
+    obj["spec"]["replicatedJobs"][1]["replicas"] = 2**31 - 1
+    with pytest.raises(InvalidObject) as caught:
+        pod_groups_for(obj)
+    assert caught.value.field == "spec" and "minMember" in caught.value.message
+
+
+def test_a_leaderworkerset_of_more_groups_than_a_cluster_holds_is_refused() -> None:
+    """The API allows 2^31-1 replicas; making a PodGroup for each never ended (found by
+    tests/workloads/test_translate_fuzz.py)."""
+    spec = {"replicas": 2**31 - 1, "leaderWorkerTemplate": {"size": 1}}
+    with pytest.raises(InvalidObject) as caught:
+        pod_groups_for(workload("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", spec))
+    assert caught.value.field == "spec.replicas"

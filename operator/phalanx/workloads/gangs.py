@@ -13,8 +13,13 @@ from typing import Any
 from phalanx.core.names import GANG_SCOPE_ANNOTATION, MIN_MEMBER_ANNOTATION
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.membership import TRAINER_NODE_JOB
+from phalanx.core.quantity import MAX_INT32, whole_number
 
 PER_REPLICATED_JOB = "replicated-job"
+MAX_LWS_GROUPS = 150_000
+"""Kubernetes' tested limit of pods in a cluster (its scalability thresholds), so of
+groups in a LeaderWorkerSet; the API allows 2^31-1, and writing that many PodGroups
+would stall every cycle."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +99,9 @@ def lws_gangs(reader: Reader) -> list[Gang]:
     """LeaderWorkerSet: one gang per group (`replicas` of them), a leader and its workers
     (`leaderWorkerTemplate.size` pods in all)."""
     replicas = reader.integer("spec.replicas", default=1, minimum=0) or 0
+    if replicas > MAX_LWS_GROUPS:
+        message = f"more than {MAX_LWS_GROUPS} groups (a PodGroup each), got {replicas}"
+        raise reader.error("spec.replicas", message)
     size = reader.integer("spec.leaderWorkerTemplate.size", default=1, minimum=1) or 1
     templates = tuple(
         reader.mapping(f"spec.leaderWorkerTemplate.{name}")
@@ -136,7 +144,8 @@ def min_member_override(reader: Reader) -> int | None:
     text = reader.labels("metadata.annotations").get(MIN_MEMBER_ANNOTATION)
     if text is None:
         return None
-    if not text.strip().isdigit() or int(text) < 1:
+    count = whole_number(text)
+    if count is None or count < 1:
         field = f"metadata.annotations[{MIN_MEMBER_ANNOTATION}]"
-        raise reader.error(field, f"expected an integer >= 1, got {text!r}")
-    return int(text)
+        raise reader.error(field, f"expected an integer from 1 to {MAX_INT32}, got {text!r}")
+    return count

@@ -26,6 +26,7 @@ from phalanx.core.parse.annotations import (
 )
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.membership import workload_group_name
+from phalanx.core.quantity import MAX_INT32
 from phalanx.workloads.gangs import (
     Gang,
     job_gangs,
@@ -83,7 +84,11 @@ def _pod_group(
     settings: GroupAnnotations,
     override: int | None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": override or gang.min_member, "queue": queue}
+    min_member = override or gang.min_member
+    if min_member > MAX_INT32:
+        message = f"a gang of {min_member} pods, more than a PodGroup's minMember holds"
+        raise reader.error("spec", message)
+    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
     priority = settings.priority_class_name or _template_priority(gang)
     if priority:
         spec["priorityClassName"] = priority
@@ -156,7 +161,11 @@ def _kueue(reader: Reader, gang: Gang, key: str) -> str | None:
         metadata = template.get("metadata")
         annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
         if isinstance(annotations, Mapping):
-            values.add(annotations.get(key))
+            value = annotations.get(key)
+            if value is not None and not isinstance(value, str):
+                message = f"expected a node label key on a pod template, got {value!r}"
+                raise reader.error(annotation_field(key), message)
+            values.add(value)
     found = sorted(str(v) for v in values if v)
     if len(found) > 1:
         raise reader.error(annotation_field(key), f"the pod templates disagree: {found}")
