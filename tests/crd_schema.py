@@ -7,6 +7,7 @@ API server's to check; tests/foundation/test_crds_e2e.py applies objects to a re
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,13 @@ def _strict(node: Any) -> Any:
 
 def validate(obj: dict[str, Any]) -> None:
     """Raise jsonschema.ValidationError if `obj` breaks its CRD's schema."""
-    schema = _strict(copy.deepcopy(crd_schema(obj["kind"])))
+    _validator(obj["kind"]).validate(obj)
+
+
+@functools.cache
+def _validator(kind: str) -> jsonschema.Draft202012Validator:
+    """Built once per kind: reading the CRDs was most of a check's time (the fuzz tests
+    of tests/workloads/test_translate_fuzz.py check thousands of objects)."""
+    schema = _strict(copy.deepcopy(crd_schema(kind)))
     schema["properties"]["metadata"] = {"type": "object"}
-    jsonschema.Draft202012Validator(schema).validate(obj)
+    return jsonschema.Draft202012Validator(schema)
