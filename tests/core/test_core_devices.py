@@ -377,3 +377,38 @@ def test_slots_remembered_by_device_content_follow_each_node_as_it_changes() -> 
     assert all(state.slots(i, 250) == slots(list(state.devices(i)), 250) for i in (0, 1))
     state.unplace(0, extra)
     assert state.slots(0, 250) == 6
+
+
+def test_new_fractional_shapes_count_each_node_as_its_devices_are_now() -> None:
+    """A fractional shape's counts are capped by per-node device slots that the state
+    keeps per part of a device (`CycleState._rooms`), made for the first shape of that
+    part and then brought up to date from the nodes listed or moved since: a shape asked
+    after placements, a take-back and a node's devices being listed counts every node as
+    `slots` counts it afresh."""
+    from core_builders import snapshot_of
+
+    from phalanx.core.shapes import fit_count, shape_of
+
+    held = [share("a", 500, node_name="n1", gpu_devices=(0,)),
+            pod("w", gpus=1, node_name="n3", gpu_devices=(0,))]
+    nodes = [node("n1", gpus=2), node("n2", gpus=2), node("n3", gpus=4), node("n4", gpus=1)]
+    state = CycleState(snapshot_of([*nodes, *held]).index)
+
+    def expected(asked: PodInfo) -> list[int]:
+        shape = shape_of(asked)
+        return [
+            min(fit_count(state.free[i], state.pods_free[i], shape.requests), state.slots(i, 250))
+            for i in range(len(nodes))
+        ]
+
+    first = share("s1", 250, cpu=1)
+    assert state.shape(shape_of(first)).node == expected(first) == [6, 8, 12, 4]
+    state.place(1, share("x", 250))  # n2's devices change: it is counted one by one now
+    state.place(0, share("y", 500))
+    state.unplace(0, held[0])  # a running fraction taken off (a preemption trial)
+    state.devices(3)  # listed without a move
+    later = share("s2", 250, cpu=2)
+    assert state.shape(shape_of(later)).node == expected(later) == [6, 7, 12, 4]
+    state.place(3, share("z", 750))
+    last = share("s3", 250, cpu=3)
+    assert state.shape(shape_of(last)).node == expected(last) == [6, 7, 12, 1]

@@ -202,3 +202,39 @@ def test_a_cpu_only_pod_leaves_cpu_for_the_whole_gpu_pods_of_a_node() -> None:
     cpu_only = pod("cpu-only", gpus=0, cpu=4)
     nodes = [node("a", gpus=2, cpu=8), node("b", gpus=2, cpu=16), node("c", gpus=20, cpu=80)]
     assert placed(cycle(nodes, typical, cpu_only)) == {"default/cpu-only": "b"}
+
+
+def test_fragmentation_is_the_share_weighted_loss_device_by_device() -> None:
+    """`ShapeMix.fragmentation` finds each shape's usable devices by bisection over the
+    sorted free parts; the figure is the one counted device by device (FGD's sum: all of
+    the free milli for a shape the node cannot take, else what its devices too small for
+    it hold, or what the pods its cpu and memory take cannot use), for many nodes and mixes."""
+    from random import Random
+
+    from phalanx.core.fragmentation import _hosted
+
+    def by_device(mix: ShapeMix, cpu: int, memory: int, free: list[int]) -> float:
+        total, amount = sum(free), 0.0
+        for profile, share in mix.typical():
+            usable = [m for m in free if m >= profile.milli]
+            small = total - sum(usable)
+            if cpu < profile.cpu or memory < profile.memory or len(usable) < profile.count:
+                amount += share * total
+            elif profile.milli < 1000 or mix._caps_whole:
+                hosted = _hosted(profile, cpu, memory) * profile.count
+                amount += share * (total - min(total - small, hosted))
+            else:
+                amount += share * small
+        return amount if total else 0.0
+
+    rng = Random(7)
+    for _ in range(40):
+        mix = ShapeMix()
+        for i in range(rng.randint(1, 12)):
+            milli = rng.choice((0, 100, 250, 300, 500, 700))
+            mix.observe(pod(f"p{i}", gpus=0 if milli else rng.randint(1, 4),
+                            cpu=rng.randint(1, 16), gpu_milli=milli))
+        for _ in range(30):
+            free = [rng.choice((0, 50, 250, 400, 500, 750, 1000)) for _ in range(rng.randint(1, 8))]
+            cpu, memory = rng.randint(0, 40) * 1000, rng.choice((0, GI, 64 * GI))
+            assert mix.fragmentation(cpu, memory, free) == by_device(mix, cpu, memory, free)

@@ -121,3 +121,21 @@ def test_a_resource_the_node_lacks_counts_as_zero() -> None:
     fpga = replace(pod("p", gpus=0), requests={"example.com/fpga": 1000})
     result = cycle(node("n"), fpga)
     assert decision(result, "default/p").message.endswith("1 Insufficient example.com/fpga.")
+
+
+def test_equal_pods_share_one_shape_object_equal_to_a_fresh_one() -> None:
+    """Shapes key the cycle's caches, found by identity when equal pods share one object
+    (`shapes._interned`); the shared object is the shape the pod's fields make, and a pod
+    that asks differently gets its own."""
+    from phalanx.core.predicates import NO_CONSTRAINTS, constraints_of
+    from phalanx.core.shapes import Shape, request_items, shape_of
+
+    first, second = pod("a", cpu=3, gpu_milli=250, gpus=0), pod("b", cpu=3, gpu_milli=250, gpus=0)
+    assert shape_of(first) is shape_of(second)
+    assert constraints_of(first) is NO_CONSTRAINTS
+    fresh = Shape(request_items(first.requests), constraints_of(first), 250, 0)
+    assert shape_of(first) == fresh and hash(shape_of(first)) == hash(fresh)
+    assert shape_of(pod("c", cpu=4, gpu_milli=250, gpus=0)) != shape_of(first)
+    tolerant = replace(first, tolerations=(Toleration("k", "Exists", "", "NoSchedule"),))
+    assert constraints_of(tolerant) != NO_CONSTRAINTS
+    assert shape_of(tolerant) != shape_of(first)

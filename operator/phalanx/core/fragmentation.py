@@ -30,9 +30,11 @@ all use reads as a gain, so fractions are drawn to cpu-poor nodes.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from phalanx.core.device_choice import DEVICE
 from phalanx.core.devices import whole_devices
@@ -168,21 +170,23 @@ class ShapeMix:
         typical = self.typical()
         if not typical or not any(free):
             return 0.0
-        key = (cpu_free, memory_free, tuple(sorted(free)))
+        ordered = tuple(sorted(free))
+        key = (cpu_free, memory_free, ordered)
         known = self._memo.get(key)
         if known is not None:
             return known
-        total = sum(free)
+        # For a shape of `milli` per device, the devices it can use are those from
+        # `bisect_left(ordered, milli)` on, and `below[cut]` is the free milli of the
+        # others: a bisection per shape, not a pass over the devices (the same integers,
+        # so the same sum in the same order).
+        below = list(accumulate(ordered, initial=0))
+        total, devices = below[-1], len(ordered)
         amount = 0.0
         for profile, share in typical:
             if cpu_free >= profile.cpu and memory_free >= profile.memory:
-                room = small = 0
-                for milli in free:
-                    if milli >= profile.milli:
-                        room += 1
-                    else:
-                        small += milli
-                if room >= profile.count:
+                cut = bisect_left(ordered, profile.milli)
+                if devices - cut >= profile.count:
+                    small = below[cut]
                     if profile.milli < DEVICE or self._caps_whole:
                         hosted = _hosted(profile, cpu_free, memory_free) * profile.count
                         amount += share * (total - min(total - small, hosted))

@@ -38,6 +38,10 @@ NO_CONSTRAINTS = Constraints()
 
 
 def constraints_of(pod: PodInfo) -> Constraints:
+    """`NO_CONSTRAINTS` itself for a pod without any (most pods): the per-cycle caches
+    keyed by constraints then find it by identity, without comparing fields."""
+    if not (pod.node_selector or pod.affinity or pod.tolerations):
+        return NO_CONSTRAINTS
     return Constraints(
         node_selector=tuple(sorted(pod.node_selector.items())),
         affinity=pod.affinity,
