@@ -521,6 +521,27 @@ def test_a_reservation_lends_its_idle_room_to_newer_groups_of_its_queue_and_take
     assert taken.nomination.nodes == ("n1",)
 
 
+def test_a_reservation_renewed_and_taken_back_in_one_cycle_evicts_what_it_lent() -> None:
+    """Past its time, the reservation is renewed (the lent group alone started on n1
+    since) and, in the same cycle, its room taken back: both ask about the units on n1
+    (`Preemptions._units_near`, built once), and the take-back evicts as it does for a
+    reservation still live."""
+    nodes, busy = two_nodes_partly_busy()
+    running = running_gang("small", ["n1"], gpus=6, started=700.0)
+    running[-1] = replace(running[-1], creation=200.0)  # type: ignore[type-var]
+    results = []
+    for expires in (900.0, 750.0):  # live at 800, then past its time
+        big = waiting_gang("big", 1, priority="low", creation=0.0,
+                           nomination=reserved(300, expires))  # fmt: skip
+        results.append(run(nodes, busy[0], big, running, now=800.0))
+    live, renewed = results
+    assert evicted_groups(renewed) == evicted_groups(live) == {"default/small"}
+    assert [e.message for e in renewed.evictions] == [e.message for e in live.evictions]
+    taken = decision(renewed, "default/big")
+    assert taken.reason == "Preempting" and taken.nomination is not None
+    assert taken.nomination.nodes == ("n1",)
+
+
 def test_a_gang_that_may_not_preempt_lends_no_reserved_room() -> None:
     nodes, busy = two_nodes_partly_busy()
     big = waiting_gang("big", 1, priority="polite", creation=0.0,

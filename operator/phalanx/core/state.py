@@ -37,6 +37,8 @@ from phalanx.topology.tree import DomainTree
 
 _NODE_WIDE = (Exclusion.NOT_READY, Exclusion.CORDONED)
 HELD_PODS = 1 << 40
+_WHOLE = -1  # `CycleState._rooms`: a node counted from its free GPUs
+_UNKNOWN = -2  # `CycleState._rooms`: slots not counted since the node's devices changed
 
 
 @dataclass(slots=True)
@@ -238,34 +240,42 @@ class CycleState:
     def _within_slots(self, counts: list[int], milli: int) -> list[int]:
         """`min(count, slots(node, milli))` on every node, for one part of a device on
         every node: from the free GPU column on the nodes whose devices are all whole,
-        from `_rooms` on the others, in one pass (a scan of every node calling `slots`
-        was a twentieth of a simulator cycle; one of the nodes with shared devices per
-        fractional shape, a fifteenth of a late one)."""
+        from `_rooms` on the others, in one pass; the slots of a node with a count that
+        `_rooms` does not know yet are counted and kept (a scan of every node calling
+        `slots` was a twentieth of a simulator cycle; a loop over the nodes with shared
+        devices per fractional shape, a fifteenth of a late one)."""
         if milli <= 0 or milli > DEVICE:
             return [0] * len(counts)
         per = DEVICE // milli
-        return [
+        rooms = self._rooms(milli)
+        capped = [
             (c if c <= (whole := free // DEVICE * per if free > 0 else 0) else whole)
-            if room < 0
-            else (c if c < room else room)
-            for c, free, room in zip(counts, self.column(GPU), self._rooms(milli), strict=True)
+            if room == _WHOLE
+            else (c if c < room else room) if room >= 0 else -1 if c else 0
+            for c, free, room in zip(counts, self.column(GPU), rooms, strict=True)
         ]  # min(c, whole GPUs free * per) or min(c, room), without the slower builtin calls
+        for node in [i for i, count in enumerate(capped) if count < 0]:
+            room = rooms[node] = self._device_slots(node, milli)
+            count = counts[node]
+            capped[node] = count if count < room else room
+        return capped
 
     def _rooms(self, milli: int) -> list[int]:
         """Per node, `slots(node, milli)` where it counts devices one by one (a device
-        partly held, now or in the snapshot, or listed by the state), -1 elsewhere. Made
-        once per part of a device, then kept current from the nodes listed or moved
-        since (`_listed`): the shapes of a cycle ask a few parts between them."""
+        partly held, now or in the snapshot, or listed by the state), `_UNKNOWN` there
+        until asked, `_WHOLE` elsewhere. Kept per part of a device and brought up to
+        date from the nodes listed or moved since (`_listed`): the shapes of a cycle ask
+        a few parts between them."""
         found = self._rooms_of.get(milli)
         if found is None:
-            rooms = [-1] * len(self.index.nodes)
+            rooms = [_WHOLE] * len(self.index.nodes)
             found = self._rooms_of[milli] = (rooms, [0])
             changed: Iterable[int] = self._used.keys() | self.index.shared_nodes
         else:
             rooms = found[0]
-            changed = set(self._listed[found[1][0] :])
+            changed = self._listed[found[1][0] :]
         for node in changed:
-            rooms[node] = self._device_slots(node, milli)
+            rooms[node] = _UNKNOWN
         found[1][0] = len(self._listed)
         return rooms
 

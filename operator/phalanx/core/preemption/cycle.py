@@ -79,6 +79,7 @@ class Preemptions:
         self._notes: dict[object, str] = {}
         self._by_group: dict[GroupKey, list[Unit]] | None = None
         self._eligible: dict[object, frozenset[int]] = {}
+        self._near: dict[frozenset[str], tuple[Unit, ...]] = {}
         self._no_room: tuple[int, set[object]] = (-1, set())
         """Gangs for which `_reserve` found no room, by `_room_key`, and the state's
         generation that holds for: the same search in the same state finds none again."""
@@ -126,11 +127,21 @@ class Preemptions:
             and unit.started > held.since
             and not inside.isdisjoint(unit.nodes)
             and not self._on_loan(unit, holder, hold)
-            for unit in build_units(self.state.index, self._priorities, near=near)
+            for unit in self._units_near(near)
         ):
             return None
         timeout = self.config.nomination_timeout_seconds
         return Nomination(held.nodes, RESERVED, held.since, self.now + timeout)
+
+    def _units_near(self, near: frozenset[str]) -> tuple[Unit, ...]:
+        """`build_units` of the groups with a pod on these nodes, built once a cycle per
+        set of nodes: a reservation's renewal (`_renewed`) and its take-back
+        (`_take_back`) each asked about its nodes, for the same units (they depend on
+        the snapshot and the groups' priorities alone)."""
+        units = self._near.get(near)
+        if units is None:
+            units = self._near[near] = build_units(self.state.index, self._priorities, near=near)
+        return units
 
     def _on_loan(self, unit: Unit, holder: GroupKey, hold: Hold) -> bool:
         """Was the unit, which runs on the reservation's nodes, lent the room (started
@@ -306,7 +317,7 @@ class Preemptions:
         taken = {_identity(u) for u in self.units if id(u) in self._taken} if self._taken else set()
         loans = tuple(
             u
-            for u in build_units(index, self._priorities, near=near)
+            for u in self._units_near(near)
             if _identity(u) not in taken
             and not inside.isdisjoint(u.nodes)
             and self._on_loan(u, holder, hold)
