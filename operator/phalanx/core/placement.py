@@ -27,12 +27,15 @@ MAX_ATTEMPTS_PER_LEVEL = 64
 _INDEXED_LEAF = 32  # nodes in a leaf domain above which its nodes are kept by room
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GangRequest:
     """Pods to place together (in chunk order) and the rules they obey.
 
     `limit` is the coarsest level the gang may span (-1: the whole cluster);
     `anchors` are nodes already holding pods of the group, which new pods join.
+    Not frozen, though never changed: one is made for each of the ~2,400 gangs that
+    wait in a late Alibaba simulator cycle, and a frozen dataclass's `__init__` (each
+    field set by `object.__setattr__`) took 3.3 us against 0.5 us for its ten fields.
     """
 
     pods: tuple[PodInfo, ...]

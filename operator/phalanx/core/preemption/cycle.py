@@ -42,10 +42,11 @@ from phalanx.core.status import Problem, Reason, StatusCode
 from phalanx.topology.tree import ROOT_LEVEL
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Failure:
     """What one gang that could not be placed should wait for, and say. `why` works
-    out the reason on first call (costly; not needed when evictions make room)."""
+    out the reason on first call (costly; not needed when evictions make room). Not
+    frozen, though never changed, as `GangRequest`."""
 
     work: GroupWork
     request: GangRequest

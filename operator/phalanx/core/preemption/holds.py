@@ -49,9 +49,11 @@ class Hold:
         return after > (-self.priority, self.creation, holder)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Placed:
-    """A group as placement orders it within its queue (`admission`)."""
+    """A group as placement orders it within its queue (`admission`). Not frozen, though
+    never changed: one is made for each group placed or tried, as `Opener` is (a frozen
+    dataclass's `__init__` sets each field by `object.__setattr__`)."""
 
     key: GroupKey
     queue: str
@@ -59,9 +61,9 @@ class Placed:
     creation: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Opener:
-    """The group being placed, as far as holds are concerned."""
+    """The group being placed, as far as holds are concerned (never changed)."""
 
     group: GroupKey
     priority: int

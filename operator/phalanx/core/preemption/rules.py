@@ -19,10 +19,12 @@ from phalanx.core.queues import QueueLedger
 from phalanx.core.snapshot import ClusterIndex
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Claim:
     """What one waiting gang may take. `budgets`: per queue that reclaim may shrink,
-    how much of each guaranteed resource it may lose (absent: no limit)."""
+    how much of each guaranteed resource it may lose (absent: no limit). Not frozen,
+    though never changed (`dataclasses.replace` makes another): one is made for each
+    gang that cannot be placed, as `GangRequest` is."""
 
     group: str
     queue: str
