@@ -139,6 +139,43 @@ def test_remembered_grades_follow_each_placement() -> None:
 
 
 
+def test_remembered_device_choices_follow_each_placement() -> None:
+    """Fractions, whole-GPU and CPU-only pods placed one by one on one state (each node's
+    free parts, and where each part or number of GPUs would go, remembered between them:
+    `NodeGrades.free`, `NodeGrades.taken`) are graded on every node as on a fresh state
+    with the same placements."""
+    from phalanx.core.node_choice import _Ask, added_fragmentation
+
+    nodes = [node(f"n{i}", gpus=1 + i % 3, cpu=32) for i in range(5)]
+    typical = [pod(f"t{i}", gpus=0, cpu=2, gpu_milli=250 * (1 + i % 3)) for i in range(6)]
+    asks = [(0, 250), (1, 0), (0, 500), (0, 0), (2, 0), (0, 250), (0, 750), (0, 250)]
+    arrivals = [pod(f"p{i}", gpus=gpus, cpu=1 + i % 4, gpu_milli=milli)
+                for i, (gpus, milli) in enumerate(asks * 2)]  # fmt: skip
+    index = ClusterIndex(snapshot_of([*nodes, *typical]))
+    kept = CycleState(index)
+    done: list[tuple[int, PodInfo]] = []
+    everywhere = range(len(nodes))
+
+    def grades(state: CycleState, arrival: PodInfo) -> list[object]:
+        shape = shape_of(arrival)
+        least_fragmenting(state, shape, everywhere)
+        known = state.node_grades(state.mix.version)
+        ask = _Ask.of(shape)
+        return [(known[i].sizes[state.grade_id(shape)],
+                 added_fragmentation(state, i, shape, ask, known[i])) for i in everywhere]
+
+    for arrival in arrivals:
+        fresh = CycleState(index)
+        for where, placed_pod in done:
+            fresh.place(where, placed_pod)
+        assert grades(kept, arrival) == grades(fresh, arrival)
+        chosen = least_fragmenting(kept, shape_of(arrival), everywhere)
+        if chosen is not None:
+            kept.place(chosen, arrival)
+            done.append((chosen, arrival))
+    assert len(done) >= 10
+
+
 def test_a_pod_does_not_leave_gpu_milli_beside_less_cpu_than_the_typical_pods_ask() -> None:
     # a: one device holds 810 milli (190 left); the pod would take a's whole free device
     # and 4 of its cores. The typical shape (1 GPU, 4 cores) loses the 190 either way, so

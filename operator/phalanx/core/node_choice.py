@@ -141,23 +141,39 @@ def added_fragmentation(
         return 0.0
     free = state.free[node]
     cpu_free, memory_free = free.get(CPU, 0), free.get(MEMORY, 0)
-    used = state.devices(node)
-    before = [DEVICE - taken if taken < DEVICE else 0 for taken in used]
-    after = list(before)
+    before = grades.free
+    if before is None:
+        before = grades.free = [DEVICE - t if t < DEVICE else 0 for t in state.devices(node)]
     if shape.fractional:
-        milli = part_of(shape.gpu_milli, shape.gpu_memory, info)
-        chosen = choose_devices(used, milli, 1)
-        if chosen is None:
-            return None
-        after[chosen[0]] -= milli
+        after = _taken(state, node, grades, part_of(shape.gpu_milli, shape.gpu_memory, info))
     elif ask.whole:
-        chosen = choose_devices(used, DEVICE, ask.whole)
-        if chosen is None:
-            return None
-        for index in chosen:
-            after[index] = 0
+        after = _taken(state, node, grades, DEVICE, ask.whole)
+    else:
+        after = before
+    if after is None:
+        return None
     mix = state.mix
     lost = mix.fragmentation(cpu_free - ask.cpu, memory_free - ask.memory, after)
     if grades.lost is None:
         grades.lost = mix.fragmentation(cpu_free, memory_free, before)
     return lost - grades.lost
+
+
+def _taken(
+    state: CycleState, node: int, grades: NodeGrades, milli: int, whole: int = 0
+) -> list[int] | None:
+    """The node's free milli per device once a pod takes `milli` of one device (a
+    fraction) or `whole` devices, where `choose_devices` puts it (None: it does not
+    fit), kept in `grades` (read, never changed, by `ShapeMix.fragmentation`)."""
+    key = (milli, whole)
+    if key in grades.taken:
+        return grades.taken[key]
+    used = state.devices(node)
+    chosen = choose_devices(used, milli, whole or 1)
+    after = None
+    if chosen is not None:
+        after = [DEVICE - t if t < DEVICE else 0 for t in used]
+        for index in chosen:
+            after[index] = 0 if whole else after[index] - milli
+    grades.taken[key] = after
+    return after

@@ -88,10 +88,17 @@ Grade = tuple[int, int, int, int]
 class NodeGrades:
     """One node's grades for `least_fragmenting`: per pod size (`CycleState.grade_id`),
     None where its devices do not take the pod; `lost`: the node's fragmentation as it
-    is (the same for every size, so worked out once)."""
+    is (the same for every size, so worked out once), and what it is worked out from."""
 
     sizes: dict[int, Grade | None] = field(default_factory=dict)
     lost: float | None = None
+    free: list[int] | None = None
+    """Free milli of each device (`added_fragmentation`'s "before")."""
+    taken: dict[tuple[int, int], list[int] | None] = field(default_factory=dict)
+    """By (milli, whole devices; 0 for a fraction): the free milli of each device once
+    such a pod is on the node, its devices chosen by `choose_devices` (None: it does not
+    fit). A node is graded for many sizes, most of them asking one of a few parts of a
+    device (`phalanx.core.node_choice._taken`)."""
 
 
 @dataclass(frozen=True, slots=True)
