@@ -77,14 +77,16 @@ def slots(used: Sequence[int], milli: int) -> int:
     return sum((DEVICE - taken) // milli for taken in used if taken < DEVICE)
 
 
-@lru_cache(maxsize=1 << 16)
-def known_slots(used: tuple[int, ...], milli: int) -> int:
-    """`slots`, remembered by the devices' content: nodes and cycles share the few
-    device states of a cluster (every fractional shape of a late Alibaba simulator
-    cycle asked ~6,000 node and part pairs afresh, a twentieth of the cycle, mostly of
-    states seen on other nodes or in the cycle before). Keyed by content, it cannot go
-    stale; bounded, it cannot grow without end in the operator."""
-    return slots(used, milli)
+@lru_cache(maxsize=1 << 14)
+def known_slots(used: tuple[int, ...]) -> dict[int, int]:
+    """`slots` of devices in this state, per part of a device asked so far (filled in by
+    `CycleState`): remembered by the devices' content, so nodes and cycles share the few
+    device states of a cluster (every fractional shape of a late Alibaba simulator cycle
+    asked ~6,000 node and part pairs afresh, a twentieth of the cycle, mostly of states
+    seen on other nodes or in the cycle before), and a node asked for several parts
+    looks its state up once. Keyed by content, it cannot go stale; bounded, it cannot
+    grow without end in the operator."""
+    return {}
 
 
 def whole_free(used: Sequence[int]) -> int:

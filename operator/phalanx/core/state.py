@@ -24,6 +24,7 @@ from phalanx.core.devices import (
     pod_shares,
     take,
 )
+from phalanx.core.devices import slots as devices_slots
 from phalanx.core.fragmentation import ShapeMix
 from phalanx.core.model import NodeInfo, PodInfo
 from phalanx.core.names import GPU, PodKey
@@ -238,10 +239,10 @@ class CycleState:
         ask a few parts of a device between them."""
         known = self._slot_counts.get(node)
         if known is None:
-            known = self._slot_counts[node] = {}
+            known = self._slot_counts[node] = known_slots(tuple(self.devices(node)))
         found = known.get(milli)
         if found is None:
-            found = known[milli] = known_slots(tuple(self.devices(node)), milli)
+            found = known[milli] = devices_slots(self.devices(node), milli)
         return found
 
     def _within_slots(self, counts: list[int], milli: int) -> list[int]:
