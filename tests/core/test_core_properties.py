@@ -214,3 +214,28 @@ def test_same_snapshot_same_decisions_in_any_input_order(
     first = run_cycle(world.snapshot(), config)
     assert run_cycle(world.snapshot(), config) == first
     assert run_cycle(world.snapshot(order), config) == first
+
+
+AMOUNTS = st.integers(-3_000, 70_000) | st.sampled_from((0, 1 << 35, -(1 << 40)))
+
+
+@given(
+    st.lists(st.tuples(AMOUNTS, AMOUNTS, AMOUNTS, st.integers(-(1 << 40), 110)), max_size=30),
+    st.lists(st.integers(1, 40_000), min_size=1, max_size=3),
+)
+def test_fit_counts_of_columns_are_fit_count_on_every_node(
+    nodes: list[tuple[int, int, int, int]], amounts: list[int]
+) -> None:
+    """The column form (one pass for two resources, a pass per resource otherwise)
+    counts each node as `fit_count` does, held nodes (pods far below zero) and
+    over-committed ones (negative free) included."""
+    from phalanx.core.shapes import fit_count, fit_counts_of_columns
+
+    names = ("a", "b", "c")[: len(amounts)]
+    requests = tuple(zip(names, amounts, strict=True))
+    columns = [[free[i] for free in nodes] for i in range(len(names))]
+    pods_free = [free[3] for free in nodes]
+    expected = [
+        fit_count(dict(zip(names, free, strict=False)), free[3], requests) for free in nodes
+    ]
+    assert fit_counts_of_columns(columns, pods_free, requests) == expected
