@@ -14,11 +14,12 @@ edit that matters.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,6 +38,18 @@ ODD_STRINGS: tuple[str, ...] = (
 ODD_LISTS: tuple[list[Any], ...] = ([], [None], ["x"], [1], [{}], [[]])
 ODD_OBJECTS: tuple[dict[str, Any], ...] = ({}, {"x": 1}, {"name": None}, {"key": []})
 OTHER_TYPES: tuple[Any, ...] = (None, True, False, 1, 1.5, "x", [], ["x"], {}, {"x": 1})
+
+
+def fuzz_settings(max_examples: int) -> settings:
+    """Deterministic fuzzing: every run tries the same mutants (derandomized, no example
+    database), however long each takes."""
+    return settings(
+        max_examples=max_examples,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 def _same_type(value: Any) -> tuple[tuple[Any, ...], st.SearchStrategy[Any]]:
@@ -71,6 +84,17 @@ def single_edits(obj: Mapping[str, Any]) -> Iterator[tuple[Where, str, Any]]:
         yield path, f"delete {path}", edited(obj, path, delete=True)
         for value in odd_choices(current):
             yield path, f"{path} = {value!r:.40}", edited(obj, path, value)
+
+
+def check_single_edits(seeds: Iterable[Mapping[str, Any]], check: Callable[[Any], object]) -> None:
+    """`check` every single edit of every seed; a failure names the seed and the edit."""
+    for seed in seeds:
+        for _, edit, obj in single_edits(seed):
+            try:
+                check(obj)
+            except Exception as error:
+                name = seed["metadata"]["name"]
+                raise AssertionError(f"{seed['kind']} {name}: {edit}") from error
 
 
 def _at(obj: Any, path: Where) -> Any:

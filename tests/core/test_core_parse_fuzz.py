@@ -15,10 +15,16 @@ import copy
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from object_mutations import load_examples, mutants, single_edits
+from object_mutations import (
+    check_single_edits,
+    fuzz_settings,
+    load_examples,
+    mutants,
+    single_edits,
+)
 from phalanx.core import (
     CycleResult,
     InvalidObject,
@@ -39,13 +45,7 @@ from phalanx.core.names import (
 )
 from phalanx.core.parse.objects import PARSERS, parse_object
 
-FUZZ = settings(
-    max_examples=150,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = fuzz_settings(max_examples=150)
 
 
 def _distinct(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -176,13 +176,7 @@ def test_the_good_world_places_its_group() -> None:
 
 def test_every_single_edit_is_read_or_refused_by_field() -> None:
     """Every path of every seed deleted, and given each fixed odd value, one at a time."""
-    for seed in SEEDS:
-        for _, edit, obj in single_edits(seed):
-            try:
-                _refused_by_field(obj)
-            except Exception as error:
-                name = seed["metadata"]["name"]
-                raise AssertionError(f"{seed['kind']} {name}: {edit}") from error
+    check_single_edits(SEEDS, _refused_by_field)
 
 
 def test_every_odd_edit_that_is_read_is_scheduled() -> None:

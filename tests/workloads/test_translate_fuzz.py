@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crd_schema import validate
-from object_mutations import load_examples, mutants, single_edits
+from object_mutations import check_single_edits, fuzz_settings, load_examples, mutants
 from phalanx.core import InvalidObject
 from phalanx.core.names import GANG_SCOPE_ANNOTATION, MIN_MEMBER_ANNOTATION, QUEUE_KEY
 from phalanx.core.parse import parse_pod_group
@@ -73,22 +73,10 @@ def test_the_queue_labelled_seeds_are_translated() -> None:
 
 def test_every_single_edit_is_translated_or_refused_by_field() -> None:
     """Every path of every seed deleted, and given each fixed odd value, one at a time."""
-    for seed in SEEDS:
-        for _, edit, obj in single_edits(seed):
-            try:
-                translated_or_refused(obj)
-            except Exception as error:
-                name = seed["metadata"]["name"]
-                raise AssertionError(f"{seed['kind']} {name}: {edit}") from error
+    check_single_edits(SEEDS, translated_or_refused)
 
 
-@settings(
-    max_examples=200,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@fuzz_settings(max_examples=200)
 @given(st.sampled_from(SEEDS).flatmap(mutants))
 def test_a_broken_workload_is_translated_or_refused_by_field(obj: dict[str, Any]) -> None:
     """Up to three edits at once, with drawn values too."""
