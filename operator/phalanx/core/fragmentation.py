@@ -102,8 +102,9 @@ class ShapeMix:
         """Counts refreshes of the typical shapes: a grade remembered under another
         version is stale (`CycleState.node_grades`)."""
         self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
-        self._shares_devices = False
         self._caps_whole = False
+        """Whether whole-GPU shapes are capped by the pods a node's cpu and memory take
+        (while no typical shape shares a device: the module's docstring)."""
         self.least = (0, 0)
         """The least cpu and the least memory that any typical shape asks for (as of the
         last refresh): a node with less of either left takes none of the pods that keep
@@ -155,8 +156,7 @@ class ShapeMix:
             chosen.append((Profile(cpu, milli, count, memory), seen))
             covered += seen
         self._typical = tuple((profile, seen / covered) for profile, seen in chosen)
-        self._shares_devices = any(p.milli < DEVICE for p, _ in self._typical)
-        self._caps_whole = not self._shares_devices
+        self._caps_whole = all(p.milli >= DEVICE for p, _ in self._typical)
         self._memo = {}
         self.least = (
             min((profile.cpu for profile, _ in self._typical), default=0),

@@ -145,9 +145,10 @@ def added_fragmentation(
     if before is None:
         before = grades.free = [DEVICE - t if t < DEVICE else 0 for t in state.devices(node)]
     if shape.fractional:
-        after = _taken(state, node, grades, part_of(shape.gpu_milli, shape.gpu_memory, info))
+        milli = part_of(shape.gpu_milli, shape.gpu_memory, info)
+        after = _taken(state, node, grades, before, milli)
     elif ask.whole:
-        after = _taken(state, node, grades, DEVICE, ask.whole)
+        after = _taken(state, node, grades, before, DEVICE, ask.whole)
     else:
         after = before
     if after is None:
@@ -160,19 +161,23 @@ def added_fragmentation(
 
 
 def _taken(
-    state: CycleState, node: int, grades: NodeGrades, milli: int, whole: int = 0
+    state: CycleState,
+    node: int,
+    grades: NodeGrades,
+    before: list[int],
+    milli: int,
+    whole: int = 0,
 ) -> list[int] | None:
-    """The node's free milli per device once a pod takes `milli` of one device (a
-    fraction) or `whole` devices, where `choose_devices` puts it (None: it does not
-    fit), kept in `grades` (read, never changed, by `ShapeMix.fragmentation`)."""
+    """The node's free milli per device (`before`: as it is) once a pod takes `milli` of
+    one device (a fraction) or `whole` devices, where `choose_devices` puts it (None: it
+    does not fit), kept in `grades` (read, never changed, by `ShapeMix.fragmentation`)."""
     key = (milli, whole)
     if key in grades.taken:
         return grades.taken[key]
-    used = state.devices(node)
-    chosen = choose_devices(used, milli, whole or 1)
+    chosen = choose_devices(state.devices(node), milli, whole or 1)
     after = None
     if chosen is not None:
-        after = [DEVICE - t if t < DEVICE else 0 for t in used]
+        after = list(before)
         for index in chosen:
             after[index] = 0 if whole else after[index] - milli
     grades.taken[key] = after
