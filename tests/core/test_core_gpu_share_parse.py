@@ -72,6 +72,8 @@ def test_a_gpu_share_is_read_from_the_annotations(
         ),
         ({"scheduling.phalanx.io/gpu-fraction": "0.5"}, {GPU: "1"}, "must not request"),
         ({"gpu-memory": "\u00b2"}, None, "expected a memory quantity"),  # was a ValueError
+        # KAI's MiB past int32: was read as bytes (2,862 MiB), not refused
+        ({"gpu-memory": "3000000000"}, None, "expected MiB"),
     ],
 )
 def test_an_ask_that_cannot_be_met_as_written_is_refused_with_the_reason(

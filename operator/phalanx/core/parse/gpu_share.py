@@ -25,7 +25,7 @@ from phalanx.core.names import (
     KAI_GPU_MEMORY_ANNOTATION,
 )
 from phalanx.core.parse.annotations import annotation_field
-from phalanx.core.quantity import QuantityError, parse_quantity, whole_number
+from phalanx.core.quantity import MAX_INT32, QuantityError, parse_quantity, whole_number
 
 MIB = 2**20
 
@@ -77,9 +77,14 @@ def _fraction(key: str, text: str) -> GpuAsk:
 
 
 def _memory(key: str, text: str) -> GpuAsk:
-    """Phalanx's annotation is a quantity ("20Gi"); KAI's is MiB as a plain number."""
+    """Phalanx's annotation is a quantity ("20Gi"); KAI's is MiB as a plain number (one
+    too big for `whole_number` is refused, not read as a quantity: that is bytes)."""
     stripped = text.strip()
-    mebibytes = whole_number(stripped) if key == KAI_GPU_MEMORY_ANNOTATION else None
+    mebibytes = None
+    if key == KAI_GPU_MEMORY_ANNOTATION and stripped.isascii() and stripped.isdigit():
+        mebibytes = whole_number(stripped)
+        if mebibytes is None:
+            return _refuse(key, f"expected MiB from 1 to {MAX_INT32}, got {text!r}")
     try:
         if mebibytes is None:
             mebibytes = -(-parse_quantity(stripped) // (1000 * MIB))
