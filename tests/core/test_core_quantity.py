@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.core.quantity import QuantityError, parse_quantity
+from phalanx.core.quantity import MAX_INT32, QuantityError, parse_quantity, whole_number
 
 
 @pytest.mark.parametrize(
@@ -79,3 +79,16 @@ def test_only_ascii_digits_are_digits(text: str) -> None:
     """As in Kubernetes: "\u0663" (Arabic-Indic three) is no quantity."""
     with pytest.raises(QuantityError):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("600", 600), (" 4 ", 4), ("0", 0), ("007", 7), ("0" * 5000 + "1", 1),
+        (str(MAX_INT32), MAX_INT32), (str(MAX_INT32 + 1), None), ("9" * 5000, None),
+        ("", None), ("-1", None), ("1.5", None), ("\u00b2", None), ("\u0663", None),
+    ],
+)  # fmt: skip
+def test_a_whole_number_is_ascii_digits_up_to_int32(text: str, number: int | None) -> None:
+    """Leading zeros change no count ("0...01" was refused for its length)."""
+    assert whole_number(text) == number

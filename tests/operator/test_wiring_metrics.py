@@ -123,7 +123,8 @@ async def test_refused_bindings_are_counted_by_reason() -> None:
 
 @pytest.mark.parametrize(("reason", "label"), [
     ("409 Conflict", "Conflict"), ("404 pods \"x\" not found", "NotFound"),
-    ("0 Cannot connect", "Unreachable"), ("599 odd", "599"), ("weird", "Unknown")])
+    ("0 Cannot connect", "Unreachable"), ("599 odd", "599"), ("weird", "Unknown"),
+    ("\u00b2 odd", "Unknown"), ("", "Unknown")])
 def test_failure_labels_are_few_and_readable(reason: str, label: str) -> None:
     assert failure_label(reason) == label
 

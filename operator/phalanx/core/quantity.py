@@ -91,7 +91,10 @@ def whole_number(text: str) -> int | None:
     ("600", " 4 "): ASCII digits, at most MAX_INT32; None for anything else.
     `str.isdigit` is no test: "²" passes it and `int("²")` raises."""
     stripped = text.strip()
-    if not stripped.isascii() or not stripped.isdigit() or len(stripped) > 10:
+    if not stripped.isascii() or not stripped.isdigit():
         return None
-    number = int(stripped)
+    digits = stripped.lstrip("0")  # "007" is 7; `int` refuses thousands of digits
+    if len(digits) > 10:
+        return None
+    number = int(digits or "0")
     return number if number <= MAX_INT32 else None

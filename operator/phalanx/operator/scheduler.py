@@ -27,6 +27,7 @@ from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.node_loss import lost_nodes
 from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
+from phalanx.core.quantity import whole_number
 from phalanx.core.result import CycleResult, GroupDecision
 from phalanx.core.snapshot import ClusterIndex, Snapshot
 from phalanx.observe.frozen_heap import FrozenHeap
@@ -68,15 +69,16 @@ log = structlog.get_logger("phalanx.operator")
 
 def failure_label(reason: str) -> str:
     """A low-cardinality label for a failed placement (`409 Conflict` -> `Conflict`)."""
-    code = reason.split()[0] if reason.split() else ""
-    if not code.isdigit():
+    words = reason.split()
+    code = whole_number(words[0]) if words else None
+    if code is None:
         return "Unknown"
-    if int(code) == 0:
+    if code == 0:
         return "Unreachable"
     try:
-        return http.HTTPStatus(int(code)).phrase.replace(" ", "").replace("-", "")
+        return http.HTTPStatus(code).phrase.replace(" ", "").replace("-", "")
     except ValueError:
-        return code
+        return str(code)
 
 
 class Scheduler:
