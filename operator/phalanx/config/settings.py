@@ -26,12 +26,12 @@ from pydantic_settings import (
 )
 
 from phalanx.core.config import SchedulerConfig
+from phalanx.core.names import DNS_LABEL, DNS_LABEL_MAX
 
 ENV_PREFIX = "PHALANX_"
 ENV_NESTED_DELIMITER = "__"
 CONFIG_PATH_ENV = "PHALANX_CONFIG"
 
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 
 class Mode(enum.StrEnum):
@@ -116,7 +116,9 @@ class LeaderElection(_Section):
 
     enabled: bool = True
     lease_name: str = Field(default="phalanx-leader", pattern=_DNS_SUBDOMAIN, max_length=253)
-    lease_namespace: str = Field(default="phalanx-system", pattern=_DNS_LABEL, max_length=63)
+    lease_namespace: str = Field(
+        default="phalanx-system", pattern=DNS_LABEL, max_length=DNS_LABEL_MAX
+    )
     lease_duration_seconds: float = Field(default=5.0, gt=0)
     renew_deadline_seconds: float = Field(default=3.0, gt=0)
     retry_period_seconds: float = Field(default=1.0, gt=0)

@@ -20,6 +20,9 @@ GROUP_VERSION: Final = "scheduling.phalanx.io/v1alpha1"  # an object's apiVersio
 SCHEDULER_NAME = "phalanx"  # pods naming it in spec.schedulerName are bound by Phalanx
 COMPONENT = "phalanx"  # Events' source and reportingComponent
 
+DNS_LABEL: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a namespace, a level name (the CRDs')
+DNS_LABEL_MAX: Final = 63  # characters at most in such a name
+
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # the last NetworkTopology level, one node each
 GPU = "nvidia.com/gpu"
 CPU = "cpu"

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from phalanx.core.model import SubGroupSpec
 from phalanx.core.names import (
+    DNS_LABEL,
+    DNS_LABEL_MAX,
     NETWORK_TOPOLOGY_ANNOTATION,
     PREFERRED_ANNOTATION,
     PRIORITY_CLASS_ANNOTATION,
@@ -63,15 +65,15 @@ def read_group_annotations(reader: Reader) -> GroupAnnotations:
     )
 
 
-_LEVEL_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # the CRDs' pattern, as a DNS label
+_LEVEL_NAME = re.compile(DNS_LABEL)  # the CRDs' pattern for a level name
 
 
 def _level(reader: Reader, annotations: Mapping[str, str], key: str) -> str | None:
     """A level name, as the CRDs allow one (so the PodGroup made of a workload with it
     is not refused by the API server, a refusal nobody would see on the workload)."""
     name = annotations.get(key) or None
-    if name is not None and (len(name) > 63 or not _LEVEL_NAME.fullmatch(name)):
-        message = f"expected a level name (a-z, 0-9 and '-', at most 63), got {name!r}"
+    if name is not None and (len(name) > DNS_LABEL_MAX or not _LEVEL_NAME.fullmatch(name)):
+        message = f"expected a level name (a-z, 0-9 and '-', at most {DNS_LABEL_MAX}), got {name!r}"
         raise reader.error(annotation_field(key), message)
     return name
 
