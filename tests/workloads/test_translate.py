@@ -270,6 +270,13 @@ def test_a_gang_larger_than_a_podgroup_holds_is_refused() -> None:
     assert caught.value.field == "spec" and "minMember" in caught.value.message
 
 
+def test_a_count_past_int32_names_its_own_field() -> None:
+    """Not the whole spec, as for a gang that only adds up past a PodGroup's minMember."""
+    with pytest.raises(InvalidObject) as caught:
+        pod_groups_for(job(parallelism=2**31))
+    assert caught.value.field == "spec.parallelism"
+
+
 def test_a_leaderworkerset_of_more_groups_than_a_cluster_holds_is_refused() -> None:
     """The API allows 2^31-1 replicas; making a PodGroup for each never ended (found by
     tests/workloads/test_translate_fuzz.py)."""

@@ -85,6 +85,8 @@ def _optional_count(reader: Reader, data: Mapping[str, Any], where: str, key: st
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise reader.error(f"{where}.{key}", f"expected an integer >= 0, got {value!r}")
+    if value > MAX_INT32:  # as `Reader.integer` says it
+        raise reader.error(f"{where}.{key}", f"must fit in 32 bits: at most {MAX_INT32}")
     return value
 
 
