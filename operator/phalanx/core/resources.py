@@ -10,7 +10,6 @@ from phalanx.core.model import NodeInfo, PodInfo
 from phalanx.core.names import CPU, GPU, MEMORY
 
 Resources = Mapping[str, int]
-EMPTY: Resources = {}
 NO_NODES: Mapping[str, NodeInfo] = {}
 
 
