@@ -102,6 +102,15 @@ class NodeGrades:
     device (`phalanx.core.node_choice._taken`)."""
 
 
+@dataclass(slots=True)
+class _Rooms:
+    """`CycleState._rooms` of one part of a device: per node, and how many nodes of
+    `CycleState._listed` it has been brought up to date with."""
+
+    per_node: list[int]
+    seen: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class LevelBest:
     """The domain of a level that can take the most pods of a shape."""
@@ -159,7 +168,7 @@ class CycleState:
         self._slot_counts: dict[int, dict[int, int]] = {}
         self._listed: list[int] = []
         """Every node whose devices the state listed or moved, in order (`_rooms`)."""
-        self._rooms_of: dict[int, tuple[list[int], list[int]]] = {}
+        self._rooms_of: dict[int, _Rooms] = {}
         self._grades: dict[int, NodeGrades] = {}
         self._grades_version = -1
         self._grade_ids: dict[tuple[tuple[tuple[str, int], ...], int, int], int] = {}
@@ -275,16 +284,16 @@ class CycleState:
         date from the nodes listed or moved since (`_listed`): the shapes of a cycle ask
         a few parts between them."""
         found = self._rooms_of.get(milli)
+        changed: Iterable[int]
         if found is None:
-            rooms = [_WHOLE] * len(self.index.nodes)
-            found = self._rooms_of[milli] = (rooms, [0])
-            changed: Iterable[int] = self._used.keys() | self.index.shared_nodes
+            found = self._rooms_of[milli] = _Rooms([_WHOLE] * len(self.index.nodes))
+            changed = self._used.keys() | self.index.shared_nodes
         else:
-            rooms = found[0]
-            changed = self._listed[found[1][0] :]
+            changed = self._listed[found.seen :]
+        rooms = found.per_node
         for node in changed:
             rooms[node] = _UNKNOWN
-        found[1][0] = len(self._listed)
+        found.seen = len(self._listed)
         return rooms
 
     def column(self, name: str) -> list[int]:
