@@ -317,8 +317,6 @@ def test_a_running_fraction_taken_off_and_put_back_twice_keeps_its_device() -> N
     """Preemption trials take running pods off a node and put them back, once per
     candidate they confirm; each time they must return to the device they run on (a
     repacked copy would show a device free that is not, and a whole-GPU pod bound to it)."""
-    from core_builders import snapshot_of
-
     from phalanx.core.snapshot import ClusterIndex
     from phalanx.core.state import CycleState
 
@@ -363,8 +361,6 @@ def test_slots_remembered_by_device_content_follow_each_node_as_it_changes() -> 
     """`known_slots` is shared by nodes and cycles with the same devices: a fraction
     placed on one of two alike nodes changes that node's slots alone, and taking it off
     gives the first answer back; each answer is the one counted from the devices afresh."""
-    from core_builders import snapshot_of
-
     from phalanx.core.devices import slots
 
     held = [share("a", 500, node_name="n1", gpu_devices=(0,)),
@@ -385,8 +381,6 @@ def test_new_fractional_shapes_count_each_node_as_its_devices_are_now() -> None:
     part and then brought up to date from the nodes listed or moved since: a shape asked
     after placements, a take-back and a node's devices being listed counts every node as
     `slots` counts it afresh."""
-    from core_builders import snapshot_of
-
     from phalanx.core.shapes import fit_count, shape_of
 
     held = [share("a", 500, node_name="n1", gpu_devices=(0,)),
