@@ -27,12 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from phalanx.core.quantity import MAX_INT32
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.state import BoolArray, ClusterState, device_ask, room_for
 
 MIN_CANDIDATE_PERCENTAGE = 10
 MIN_CANDIDATE_ABSOLUTE = 100
-PRIORITY_OFFSET = 2**31
+PRIORITY_OFFSET = MAX_INT32 + 1
 """Added to every victim's priority before summing (upstream's MaxInt32 + 1)."""
 
 Shape = tuple[int, int, int]
