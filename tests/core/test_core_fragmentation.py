@@ -9,7 +9,7 @@ from core_builders import cycle, node, pod, snapshot_of
 from phalanx.core import PodInfo
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.fragmentation import Profile, ShapeMix
-from phalanx.core.node_choice import grade, least_fragmenting
+from phalanx.core.node_choice import CANDIDATES, grade, least_fragmenting
 from phalanx.core.shapes import shape_of
 from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.state import CycleState
@@ -275,3 +275,16 @@ def test_fragmentation_is_the_share_weighted_loss_device_by_device() -> None:
             free = [rng.choice((0, 50, 250, 400, 500, 750, 1000)) for _ in range(rng.randint(1, 8))]
             cpu, memory = rng.randint(0, 40) * 1000, rng.choice((0, GI, 64 * GI))
             assert mix.fragmentation(cpu, memory, free) == by_device(mix, cpu, memory, free)
+
+
+def test_a_lone_pod_is_graded_on_the_first_nodes_by_position_only() -> None:
+    """The candidates are a first-fit window (`CANDIDATES` nodes by position), not the
+    nodes tightest for the pod's shape: z, half of whose device is free, takes a
+    500-milli pod without opening a whole node, so it wins whenever it is in the window;
+    behind 128 fresh nodes it is not, and the first fresh node takes the pod."""
+    held = pod("held", gpus=0, gpu_milli=500, node_name="z", gpu_devices=(0,))
+    new = pod("new", gpus=0, gpu_milli=500)
+    for fresh, where in ((CANDIDATES - 1, "z"), (CANDIDATES, "n000")):
+        nodes = [node(f"n{i:03d}", gpus=2, cpu=32) for i in range(fresh)]
+        nodes.append(node("z", gpus=2, cpu=32))
+        assert placed(cycle(nodes, held, new)) == {"default/new": where}

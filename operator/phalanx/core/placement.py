@@ -266,10 +266,7 @@ def _leaf_plan(
         most = rooms.most() if count == 1 else None
         return [(most[1], 1)] if most is not None else None
     if request.fragmentation and count == 1:
-        tight = rooms.tightest_few(1, CANDIDATES)
-        seen = set(tight)
-        first = [n for n in rooms.lowest(1, CANDIDATES) if n not in seen]
-        node = least_fragmenting(state, shape, [*tight, *first])
+        node = least_fragmenting(state, shape, rooms.lowest(1, CANDIDATES))
     else:
         node = next(iter(rooms.tightest(count)), None)
     return [(node, count)] if node is not None else None

@@ -79,19 +79,10 @@ class RoomIndex:
         rooms = sorted(r for r in self.buckets if r >= need)
         return self._walk(rooms)
 
-    def tightest_few(self, need: int, limit: int) -> list[int]:
-        """The first `limit` members of `tightest(need)`, without sorting whole buckets."""
-        chosen: list[int] = []
-        for room in sorted(r for r in self.buckets if r >= need):
-            chosen.extend(sorted(self.buckets[room])[: limit - len(chosen)])
-            if len(chosen) >= limit:
-                break
-        return chosen
-
     def lowest(self, need: int, limit: int) -> list[int]:
         """The `limit` lowest ids with room >= need (first fit order), any room. Sorting
         every such id (a few thousand at most) is in C and took a third of the time of
-        `heapq.nsmallest`, whose loop is Python's (here as in `tightest_few`)."""
+        `heapq.nsmallest`, whose loop is Python's."""
         found: list[int] = []
         for room, bucket in self.buckets.items():
             if room >= need:
