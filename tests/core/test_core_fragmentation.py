@@ -288,3 +288,14 @@ def test_a_lone_pod_is_graded_on_the_first_nodes_by_position_only() -> None:
         nodes = [node(f"n{i:03d}", gpus=2, cpu=32) for i in range(fresh)]
         nodes.append(node("z", gpus=2, cpu=32))
         assert placed(cycle(nodes, held, new)) == {"default/new": where}
+
+
+def test_a_lone_pod_of_several_gpus_is_graded_on_a_wider_window() -> None:
+    """Behind 128 fresh nodes z, two of whose four GPUs are free, is outside a 1-GPU
+    pod's window but inside a 2-GPU pod's (`MULTI_GPU_CANDIDATES`): the 2-GPU pod fills
+    z without opening a whole node."""
+    held = pod("held", gpus=2, cpu=4, node_name="z", gpu_devices=(0, 1))
+    nodes = [node(f"n{i:03d}", gpus=2, cpu=32) for i in range(CANDIDATES)]
+    nodes.append(node("z", gpus=4, cpu=32))
+    assert placed(cycle(nodes, held, pod("two", gpus=2, cpu=4))) == {"default/two": "z"}
+    assert placed(cycle(nodes, held, pod("one", gpus=1, cpu=4))) == {"default/one": "n000"}

@@ -39,6 +39,19 @@ tightest nodes for a shape are mostly those whose cpu takes one more pod of it, 
 grade drew pods there from all over the cluster instead of filling one end of it first.
 Grading every node did worse still on `gpushare100` (fractions: -0.34 pt on seeds 1-2).
 Windows of 96 and 256 were within the seeds' noise of 128 (bench/README.md)."""
+MULTI_GPU_CANDIDATES = 1024
+"""The window of a lone pod of two or more whole GPUs: such pods are few, and the nodes
+with that many free devices differ in the cpu and memory left beside them, so they are
+graded across (nearly) the whole cluster. On the FGD paper's benchmark (`python -m
+bench.packing --policies phalanx`, against the 128 window) `multigpu50-whole` went from
+99.76% to 99.90% over seeds 1-5 (+0.14 on seeds 1-2, +0.13 on held-out seeds 3-5);
+`default`, `multigpu50` and `default-whole` moved by 0.02 pt or less, `gpushare100` has no
+such pods (bench/README.md)."""
+
+
+def candidates(shape: Shape) -> int:
+    """How many nodes, first by position, a lone pod of `shape` is graded on."""
+    return MULTI_GPU_CANDIDATES if _Ask.of(shape).whole >= 2 else CANDIDATES
 
 
 def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]) -> int | None:

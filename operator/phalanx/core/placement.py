@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from phalanx.core.model import PodInfo
-from phalanx.core.node_choice import CANDIDATES, least_fragmenting
+from phalanx.core.node_choice import candidates, least_fragmenting
 from phalanx.core.shapes import Shape, demand_of
 from phalanx.core.state import CycleState
 from phalanx.topology.tree import ROOT, ROOT_LEVEL, DomainTree
@@ -266,7 +266,7 @@ def _leaf_plan(
         most = rooms.most() if count == 1 else None
         return [(most[1], 1)] if most is not None else None
     if request.fragmentation and count == 1:
-        node = least_fragmenting(state, shape, rooms.lowest(1, CANDIDATES))
+        node = least_fragmenting(state, shape, rooms.lowest(1, candidates(shape)))
     else:
         node = next(iter(rooms.tightest(count)), None)
     return [(node, count)] if node is not None else None
