@@ -165,7 +165,7 @@ class CycleState:
         self._released: dict[PodKey, tuple[int, tuple[DeviceShare, ...]]] = {}
         self._shared: set[int] = set(index.shared_nodes)
         self._spare: dict[int, int] = {}
-        self._slot_counts: dict[int, dict[int, int]] = {}
+        self._slot_counts: dict[int, tuple[tuple[int, ...], dict[int, int]]] = {}
         self._listed: list[int] = []
         """Every node whose devices the state listed or moved, in order (`_rooms`)."""
         self._rooms_of: dict[int, _Rooms] = {}
@@ -245,13 +245,18 @@ class CycleState:
     def _device_slots(self, node: int, milli: int) -> int:
         """`slots` of the node's devices, remembered per node until they change: every
         fractional shape of a cycle asks every node with shared devices, and the shapes
-        ask a few parts of a device between them."""
+        ask a few parts of a device between them. A count is made from the very device
+        state the shared `known_slots` entry is keyed by, so what goes into that entry is
+        right for every node and cycle that reads it, even if a change to this node's
+        devices ever failed to drop its entry here."""
         known = self._slot_counts.get(node)
         if known is None:
-            known = self._slot_counts[node] = known_slots(tuple(self.devices(node)))
-        found = known.get(milli)
+            state = tuple(self.devices(node))
+            known = self._slot_counts[node] = (state, known_slots(state))
+        state, counts = known
+        found = counts.get(milli)
         if found is None:
-            found = known[milli] = devices_slots(self.devices(node), milli)
+            found = counts[milli] = devices_slots(state, milli)
         return found
 
     def _within_slots(self, counts: list[int], milli: int) -> list[int]:
