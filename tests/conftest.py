@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from controller_fixtures import (  # noqa: F401 (fixtures, registered by being here)
     BUILDS,
@@ -47,6 +48,19 @@ from phalanx.cluster.binaries import BinariesMissing, require_all
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL_CLUSTER = REPO / "examples" / "clusters" / "small.yaml"
+# Every property and fuzz test tries the same examples every run, so a failure is one anyone
+# can rerun: derandomized, no example database. No deadline and no too_slow health check,
+# since both time the test and the machine's load decides that. A module's own
+# `@settings(max_examples=...)` starts from this profile (loaded before any test module).
+settings.register_profile(
+    "deterministic",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("deterministic")
+
 CLUSTER_FIXTURES = {
     "cluster", "namespace", "kubectl", "api_client", "api_client_factory", "kube_scheduler",
     "workload_api_cluster", "workload_api_kube_scheduler", *BUILDS,

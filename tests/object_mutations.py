@@ -41,14 +41,12 @@ OTHER_TYPES: tuple[Any, ...] = (None, True, False, 1, 1.5, "x", [], ["x"], {}, {
 
 
 def fuzz_settings(max_examples: int) -> settings:
-    """Deterministic fuzzing: every run tries the same mutants (derandomized, no example
-    database), however long each takes."""
+    """Deterministic fuzzing: every run tries the same mutants, however long each takes
+    (tests/conftest.py's profile), and a mutant may be large (a whole object)."""
     return settings(
         max_examples=max_examples,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        suppress_health_check=[*settings.default.suppress_health_check,
+                               HealthCheck.data_too_large],
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core_builders import group, node, pod
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import GroupInfo, NodeInfo, PodInfo, Snapshot, run_cycle
@@ -67,7 +67,7 @@ def check_devices(nodes: list[NodeInfo], pods: list[PodInfo]) -> None:
                 ), "the devices written on the pod are the ones it holds"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(
     gpus=st.lists(st.integers(0, 4), min_size=1, max_size=4),
     rounds=st.lists(ROUND, min_size=1, max_size=4),
@@ -108,7 +108,7 @@ def _pod(pods: list[PodInfo], key: str) -> PodInfo:
     return next(p for p in pods if p.key == key)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(st.integers(1, 8), st.lists(ASK, min_size=0, max_size=10))
 def test_rebuilt_usage_is_the_pod_by_pod_choice(gpus: int, asks: list[tuple[str, int]]) -> None:
     """`device_usage` places leading whole-GPU pods in index order without scoring; the

@@ -6,7 +6,7 @@ are checked.)"""
 from __future__ import annotations
 
 from core_builders import node, pod
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import (
@@ -51,7 +51,7 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, dict[str, int]]:
     return snapshot, levels
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200)
 @given(worlds())
 def test_held_nodes_go_to_no_group_of_lower_or_equal_priority(
     world: tuple[Snapshot, dict[str, int]],

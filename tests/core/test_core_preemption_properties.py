@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from core_builders import GPU, HOST, node, pod
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import (
@@ -195,7 +195,7 @@ def check_rules(case: Case, result: CycleResult) -> frozenset[str]:
     return gone
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150)
 @given(cases())
 def test_victims_are_whole_lower_sufficient_and_no_cheaper_set_exists(case: Case) -> None:
     result = run_cycle(case.snapshot())
@@ -215,7 +215,7 @@ def test_victims_are_whole_lower_sufficient_and_no_cheaper_set_exists(case: Case
     assert chosen == min(feasible), (chosen, min(feasible), describe(case), sorted(gone))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(cases(max_gangs=14))
 def test_with_many_units_no_victim_can_be_spared(case: Case) -> None:
     result = run_cycle(case.snapshot())
@@ -238,14 +238,14 @@ def describe(case: Case) -> str:
     return "\n".join(lines)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80)
 @given(cases(queues=True))
 def test_reclaim_takes_only_what_leaves_each_queue_at_or_above_its_guarantee(case: Case) -> None:
     result = run_cycle(case.snapshot())
     check_rules(case, result)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(
     cases(queues=True),
     st.sampled_from(("team-a", "team-b", "default")),
@@ -272,7 +272,7 @@ def test_priority_bounds_are_the_units_and_say_exactly_whether_any_may_be_taken(
     assert claim.may_take(expected) == possible
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(cases(), st.data())
 def test_the_units_near_some_nodes_are_those_of_the_groups_with_a_pod_there(
     case: Case, data: st.DataObject

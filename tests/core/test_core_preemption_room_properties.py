@@ -114,7 +114,7 @@ def same(a: DomainRoom, b: DomainRoom, taken: list[Unit]) -> None:
     assert a.fits_without(taken) == b.fits_without(taken)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     st.lists(NODE, min_size=1, max_size=4),
     DEMAND,
@@ -148,7 +148,7 @@ def test_whole_counts_give_the_per_device_room(
     same(whole, listed, walks[0] or [])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(NODE)
 def test_owned_whole_free_is_what_the_usage_says(
     spec: tuple[int, list[tuple[tuple[str, int], int | None, int]]],
@@ -206,7 +206,7 @@ def pruned(
     return [tuple(p.name for p in unit.pods) for unit in chosen if id(unit) not in dropped]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(NODE, min_size=1, max_size=5),
     DEMAND,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core_builders import GPU, HOST, node, pod
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import (
@@ -122,13 +122,7 @@ def worlds(draw: st.DrawFn) -> World:
     return World(tuple(nodes), tuple(pods), tuple(groups), queues)
 
 
-FAST = settings(
-    max_examples=60,
-    derandomize=True,  # the same worlds every run: a failure is one anyone can rerun
-    database=None,
-    deadline=None,  # no timed assertion: the machine's load decides a cycle's time
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FAST = settings(max_examples=60)  # deterministic, no deadline: tests/conftest.py's profile
 CONFIGS = st.sampled_from(
     [SchedulerConfig(), SchedulerConfig(node_order="spread"), SchedulerConfig(topology_aware=False)]
 )
