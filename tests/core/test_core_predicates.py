@@ -47,6 +47,30 @@ def test_requirement_operators(
 
 
 @pytest.mark.parametrize(
+    ("value", "requirement", "matches"),
+    [
+        ("11", req("Gt", "+10"), True),  # a sign is part of an integer
+        ("-3", req("Lt", "-2"), True),
+        ("010", req("Gt", "9"), True),
+        ("11", req("Gt", "1_0"), False),  # Python's int reads these three as 10
+        ("11", req("Gt", " 10"), False),
+        ("11", req("Gt", "\u0661\u0660"), False),
+        ("1_1", req("Gt", "4"), False),  # a label value may be "1_1": no integer either
+        (str(2**63), req("Gt", "0"), False),  # beyond int64
+        ("0", req("Lt", str(2**63)), False),
+        ("0", req("Gt", "-" + "9" * 5000), False),  # `int` raises on this many digits
+        ("5", req("Gt", "4", "3"), False),  # one value, or no node
+    ],
+)
+def test_gt_and_lt_read_integers_as_kubernetes_does(
+    value: str, requirement: NodeSelectorRequirement, matches: bool
+) -> None:
+    """Go's strconv.ParseInt(s, 10, 64): kube-scheduler and the kubelet's admission match
+    no node where it refuses the label or the value, so Phalanx must not bind there."""
+    assert matches_requirement(value, requirement) is matches
+
+
+@pytest.mark.parametrize(
     ("toleration", "taint", "ok"),
     [
         (Toleration("k", "Equal", "v", "NoSchedule"), Taint("k", "v", "NoSchedule"), True),

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.core.quantity import MAX_INT32, QuantityError, parse_quantity, whole_number
+from phalanx.core.quantity import (
+    MAX_INT32,
+    QuantityError,
+    parse_int64,
+    parse_quantity,
+    whole_number,
+)
 
 
 @pytest.mark.parametrize(
@@ -92,3 +98,17 @@ def test_only_ascii_digits_are_digits(text: str) -> None:
 def test_a_whole_number_is_ascii_digits_up_to_int32(text: str, number: int | None) -> None:
     """Leading zeros change no count ("0...01" was refused for its length)."""
     assert whole_number(text) == number
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("10", 10), ("+10", 10), ("-10", -10), ("-0", 0), ("007", 7), ("0" * 5000 + "1", 1),
+        (str(2**63 - 1), 2**63 - 1), (str(-(2**63)), -(2**63)),
+        (str(2**63), None), (str(-(2**63) - 1), None), ("9" * 5000, None),
+        ("", None), ("+", None), ("-", None), ("1_0", None), (" 10", None), ("10 ", None),
+        ("+-1", None), ("0x10", None), ("1e3", None), ("1.0", None), ("\u0663", None),
+    ],
+)  # fmt: skip
+def test_an_int64_is_what_go_parseint_reads(text: str, number: int | None) -> None:
+    assert parse_int64(text) == number

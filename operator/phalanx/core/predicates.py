@@ -17,6 +17,7 @@ from phalanx.core.model import (
     Taint,
     Toleration,
 )
+from phalanx.core.quantity import parse_int64
 from phalanx.core.status import Exclusion
 
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -111,10 +112,12 @@ def matches_requirement(value: str | None, requirement: NodeSelectorRequirement)
 
 
 def _compare(value: str | None, requirement: NodeSelectorRequirement) -> bool:
+    """Gt/Lt as Kubernetes matches them: the label and the one value each an integer
+    (`parse_int64`); a label that is none matches no Gt/Lt, and a value that is none
+    matches no node, as kube-scheduler and the kubelet's admission check leave it."""
     if value is None or len(requirement.values) != 1:
         return False
-    try:
-        actual, bound = int(value), int(requirement.values[0])
-    except ValueError:
+    actual, bound = parse_int64(value), parse_int64(requirement.values[0])
+    if actual is None or bound is None:
         return False
     return actual > bound if requirement.operator == "Gt" else actual < bound

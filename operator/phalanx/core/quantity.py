@@ -30,6 +30,8 @@ _EXPONENT = re.compile(r"^[eE]([+-]?\d{1,18})$", re.ASCII)  # Kubernetes reads i
 MAX_UNITS = 2**63 - 1
 """The most of anything a quantity may say: Kubernetes holds a quantity's value in an
 int64 (`resource.Quantity.Value()`), so no node, pod or queue has more."""
+_INT64_MIN = -(2**63)
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 MAX_INT32 = 2**31 - 1
@@ -88,13 +90,24 @@ def _multiplier(text: str, suffix: str, digits: int) -> Fraction:
 
 def whole_number(text: str) -> int | None:
     """A count, an index or a number of seconds written in an annotation or a label
-    ("600", " 4 "): ASCII digits, at most MAX_INT32; None for anything else.
-    `str.isdigit` is no test: "²" passes it and `int("²")` raises."""
+    ("600", " 4 "): ASCII digits, no sign, at most MAX_INT32; None for anything else."""
     stripped = text.strip()
-    if not stripped.isascii() or not stripped.isdigit():
+    if stripped[:1] in ("+", "-"):
         return None
-    digits = stripped.lstrip("0")  # "007" is 7; `int` refuses thousands of digits
-    if len(digits) > 10:
+    number = parse_int64(stripped)
+    return number if number is not None and number <= MAX_INT32 else None
+
+
+def parse_int64(text: str) -> int | None:
+    """An integer as Kubernetes reads one from a string (Go's `strconv.ParseInt(text, 10,
+    64)`, as node affinity's Gt and Lt read their value and the node's label): an optional
+    sign, then ASCII digits only, within int64; None for anything else. Python's `int` is
+    no test: it takes "1_0", " 10" and "\u0663" and refuses thousands of digits."""
+    if _INTEGER.fullmatch(text) is None:
+        return None
+    digits = text.lstrip("+-").lstrip("0")  # "007" is 7
+    if len(digits) > 19:
         return None
     number = int(digits or "0")
-    return number if number <= MAX_INT32 else None
+    number = -number if text[0] == "-" else number
+    return number if _INT64_MIN <= number <= MAX_UNITS else None
