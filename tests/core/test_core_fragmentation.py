@@ -4,6 +4,8 @@ keep off GPU nodes when they can; the same state always gives the same choice.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core_builders import cycle, node, pod, snapshot_of
 
 from phalanx.core import PodInfo
@@ -242,39 +244,43 @@ def test_a_cpu_only_pod_leaves_cpu_for_the_whole_gpu_pods_of_a_node() -> None:
 
 
 def test_fragmentation_is_the_share_weighted_loss_device_by_device() -> None:
-    """`ShapeMix.fragmentation` finds each shape's usable devices by bisection over the
-    sorted free parts; the figure is the one counted device by device (FGD's sum: all of
-    the free milli for a shape the node cannot take, else what its devices too small for
-    it hold, or what the pods its cpu and memory take cannot use), for many nodes and mixes."""
-    from random import Random
+    """FGD's sum over the typical shapes, each weighted by its share: all of the free milli
+    for a shape the node cannot take (too little cpu, too few devices big enough), else
+    what its devices too small for it hold, or for a fraction what its pods that the
+    node's cpu still takes cannot use. Whole shapes are not capped by cpu here (fractional
+    shapes are typical); the order of the devices changes nothing."""
+    mix = ShapeMix()
+    for i in range(4):  # share 4/8: 250 milli, 2 cores
+        mix.observe(pod(f"quarter{i}", gpus=0, cpu=2, gpu_milli=250))
+    for i in range(2):  # share 2/8: 600 milli, 4 cores
+        mix.observe(pod(f"sixty{i}", gpus=0, cpu=4, gpu_milli=600))
+    mix.observe(pod("pair", gpus=2, cpu=8))  # share 1/8
+    mix.observe(pod("hungry", gpus=1, cpu=16))  # share 1/8
+    # free 700 + 250 + 3 x 1,000 = 3,950, 10 cores:
+    # quarter: every device fits it; 5 pods x 250 = 1,250 used: 0.5 x 2,700 = 1,350
+    # sixty: the 250 is too small; 2 pods x 600 = 1,200 used of the 3,700: 0.25 x 2,750
+    #   = 687.5
+    # pair: the 700 and 250 are too small; the third whole device counts as usable though
+    #   the cpu takes one pair only: 0.125 x 950 = 118.75
+    # hungry: 10 cores < 16, all is lost: 0.125 x 3,950 = 493.75
+    for free in ([700, 1000, 250, 1000, 1000], [1000, 1000, 1000, 700, 250]):
+        assert mix.fragmentation(10_000, GI, free) == 1350 + 687.5 + 118.75 + 493.75
+    # free 700 + 1,000 + 250 = 1,950, 40 cores:
+    # quarter: 20 pods could use 5,000: 0; sixty: the 250 is too small: 0.25 x 250 = 62.5
+    # pair: one whole device, not two: 0.125 x 1,950 = 243.75
+    # hungry: fits; the 700 and 250 are too small: 0.125 x 950 = 118.75
+    assert mix.fragmentation(40_000, GI, [700, 1000, 250]) == 0 + 62.5 + 243.75 + 118.75
+    assert mix.fragmentation(40_000, GI, [0, 0]) == 0
 
-    from phalanx.core.fragmentation import _hosted
 
-    def by_device(mix: ShapeMix, cpu: int, memory: int, free: list[int]) -> float:
-        total, amount = sum(free), 0.0
-        for profile, share in mix.typical():
-            usable = [m for m in free if m >= profile.milli]
-            small = total - sum(usable)
-            if cpu < profile.cpu or memory < profile.memory or len(usable) < profile.count:
-                amount += share * total
-            elif profile.milli < 1000 or mix._caps_whole:
-                hosted = _hosted(profile, cpu, memory) * profile.count
-                amount += share * (total - min(total - small, hosted))
-            else:
-                amount += share * small
-        return amount if total else 0.0
-
-    rng = Random(7)
-    for _ in range(40):
-        mix = ShapeMix()
-        for i in range(rng.randint(1, 12)):
-            milli = rng.choice((0, 100, 250, 300, 500, 700))
-            mix.observe(pod(f"p{i}", gpus=0 if milli else rng.randint(1, 4),
-                            cpu=rng.randint(1, 16), gpu_milli=milli))
-        for _ in range(30):
-            free = [rng.choice((0, 50, 250, 400, 500, 750, 1000)) for _ in range(rng.randint(1, 8))]
-            cpu, memory = rng.randint(0, 40) * 1000, rng.choice((0, GI, 64 * GI))
-            assert mix.fragmentation(cpu, memory, free) == by_device(mix, cpu, memory, free)
+def test_a_shape_is_counted_with_its_memory() -> None:
+    mix = ShapeMix()
+    mix.observe(replace(pod("half", gpus=0, cpu=1, gpu_milli=500),
+                        requests={"cpu": 1000, "memory": 8 * GI}))
+    # 2 x 1,000 free, cpu for 40 pods but memory for 2 (20 / 8): 2 x 500 used, 1,000 lost
+    assert mix.fragmentation(40_000, 20 * GI, [1000, 1000]) == 1000
+    # memory for none: all 2,000 lost
+    assert mix.fragmentation(40_000, 4 * GI, [1000, 1000]) == 2000
 
 
 def test_a_lone_pod_is_graded_on_the_first_nodes_by_position_only() -> None:
