@@ -269,7 +269,7 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
             log(f"{tag} submitted {len(gangs)} gangs ({submission.requests} requests) in "
                 f"{submission.finished - submission.started:.1f}s")
             measured_from = submission.started
-            sent = {name: s.first_sent for name, s in submission.gangs.items()}
+            sent = dict(submission.first_sent)
         else:
             sampler.pids[account] = start()  # its CPU is counted from zero: it just started
             before_readings = {**before_readings, **sampler.read()}

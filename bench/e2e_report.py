@@ -64,6 +64,20 @@ def throughput(bound_at: Mapping[str, float], started: float) -> dict[str, Any]:
     }
 
 
+def after_last_creation(run: Mapping[str, Any]) -> float | None:
+    """Seconds from the submission's last creation to the last binding of a run's figures.
+    No pod is bound before it is created, so where this is near 0 in arrival mode the
+    pods per second measured the submission's pace, not the scheduler's. None if nothing
+    was bound."""
+    last_bound: float | None = run["throughput"].get("last_bound_s")  # from the measure's start
+    submission = run.get("submission")
+    if last_bound is None or submission is None:
+        return None
+    created: float = submission["started_epoch"] + submission["seconds"]
+    created -= run["measured_from_epoch"]  # the last creation, from the same start
+    return round(last_bound - created, 3)
+
+
 def partial_gangs(gangs: Mapping[str, Sequence[str]], bound_at: Mapping[str, float],
                   seconds: float) -> dict[str, Any]:
     """Gangs seen partly bound: some pods on nodes while others were not, for longer than

@@ -1,8 +1,8 @@
 """Create a workload's objects fast: `concurrency` POSTs in flight, wave after wave.
 
-Per gang it records when its first object was sent and when its last creation was
-acknowledged; the PodGroup (if any) is created before the gang's pods, and the gangs'
-objects are sent in gang order (see `submit`).
+Per gang it records when its first object was sent (a gang's latency counts from it); the
+last creation of all is `Submission.finished`. The PodGroup (if any) is created before the
+gang's pods, and the gangs' objects are sent in gang order (see `submit`).
 """
 
 from __future__ import annotations
@@ -23,18 +23,12 @@ RETRIES = 5
 
 
 @dataclass(frozen=True)
-class GangSubmission:
-    first_sent: float
-    last_created: float
-
-
-@dataclass(frozen=True)
 class Submission:
     started: float
     finished: float
     requests: int
     retries: int
-    gangs: dict[str, GangSubmission]
+    first_sent: dict[str, float]  # by gang
 
 
 GangObjects = Callable[[Any], Sequence[dict[str, Any]]]
@@ -54,7 +48,7 @@ async def submit(endpoint: Endpoint, waves: Sequence[Sequence[Any]], objects: Ga
     headers = {"Authorization": f"Bearer {endpoint.token}", "Content-Type": "application/json"}
     counts = {"requests": 0, "retries": 0}
     stream = _stream(waves, objects)
-    gangs: dict[str, GangSubmission] = {}
+    first_sent: dict[str, float] = {}
 
     async with aiohttp.ClientSession(endpoint.server, connector=connector,
                                      headers=headers) as session:
@@ -85,14 +79,14 @@ async def submit(endpoint: Endpoint, waves: Sequence[Sequence[Any]], objects: Ga
                     gang.first_created.set()
                 gang.left -= 1
                 if gang.left == 0:
-                    gangs[item.gang] = GangSubmission(gang.first_sent, time.time())
+                    first_sent[item.gang] = gang.first_sent
                     if progress is not None:
-                        progress(len(gangs))
+                        progress(len(first_sent))
 
         started = time.time()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         finished = time.time()
-    return Submission(started, finished, counts["requests"], counts["retries"], gangs)
+    return Submission(started, finished, counts["requests"], counts["retries"], first_sent)
 
 
 @dataclass

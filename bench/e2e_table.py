@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_report import LABELS, MORE_LABELS, _fmt
+from bench.e2e_report import LABELS, MORE_LABELS, _fmt, after_last_creation
 
 NAMES = {"phalanx": "Phalanx (binder)", "kube-scheduler": "kube-scheduler",
          "kube-scheduler-gang": "kube-scheduler + gang/topology plugins"}
@@ -60,7 +60,7 @@ def readme_section(results: Mapping[str, Any], name: str) -> str:
     for mode, data in results["modes"].items():
         lines += ["", f"**{mode}** ({len(data['rounds'])} round(s); the mean of the rounds). "
                   + MODE_TEXT[mode], ""]
-        lines += _mode_table(data)
+        lines += _mode_table(data, mode)
         for other, comparison in data["comparisons"].items():
             if _bound_nothing(comparison, "kube_scheduler"):
                 losses.append(f"{mode}: nothing compared with {NAMES[other]}, which bound no pod")
@@ -78,7 +78,7 @@ def _sizes(params: Mapping[str, Any]) -> str:
     return f"{min(sizes)}-{max(sizes)}" if sizes else "?"
 
 
-def _mode_table(data: Mapping[str, Any]) -> list[str]:
+def _mode_table(data: Mapping[str, Any], mode: str) -> list[str]:
     rounds = data["rounds"]
     who = [name for name in NAMES if name in rounds[0]]
     header = "| figure | " + " | ".join(NAMES[w] for w in who) + " |"
@@ -105,6 +105,9 @@ def _mode_table(data: Mapping[str, Any]) -> list[str]:
         ("API requests, all clients, per bound pod (round 1)",
          lambda r: _fmt(r["api_requests"]["all_clients_per_bound_pod"])),
     ]
+    if mode == "arrival":  # near 0: the pods per second are the submission's pace
+        extra.append(("last binding after the last creation (s, round 1)",
+                      lambda r: _fmt(after_last_creation(r))))
     for label, value in extra:
         lines.append(f"| {label} | " + " | ".join(value(runs[w]) for w in who) + " |"
                      + " |" * len(ratios))

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_report import binding_spreads, headline, partial_gangs, spread_gangs
+from bench.e2e_report import (
+    after_last_creation,
+    binding_spreads,
+    headline,
+    partial_gangs,
+    spread_gangs,
+)
 from bench.e2e_table import markers, readme_section, section_name
 from bench.e2e_workload import (
     BLOCK_LABEL,
@@ -63,6 +69,19 @@ def _run(pods_per_second: float, partial: int) -> dict[str, Any]:
             "processes": {"kube-apiserver": {"cpu": 9.0}}}
 
 
+def _results(mode: dict[str, Any]) -> dict[str, Any]:
+    """A results file whose two modes both hold `mode`."""
+    return {"command": "python -m bench.e2e", "finished_at": "now", "duration_s": 60,
+            "machine": {"load_average_start": 1, "load_average_end": 1, "cpus": 2,
+                        "python": "CPython"},
+            "versions": {"kubernetes": "v1.36.1", "kwok": "v0.8.0"},
+            "parameters": {"nodes": 5000, "gpus_per_node": 8, "cluster_gpus": 40000,
+                           "seed": 1, "gangs": 3, "gangs_by_pods": {"1": 1, "128": 2},
+                           "pods": 30, "gpus": 30, "concurrency": 64,
+                           "kube_scheduler_qps": 5000, "kube_scheduler_burst": 10000},
+            "modes": {"backlog": mode, "arrival": mode}}
+
+
 def test_table_compares_phalanx_with_each_kube_scheduler_in_each_mode() -> None:
     from bench.e2e_report import compare_rounds
 
@@ -72,16 +91,7 @@ def test_table_compares_phalanx_with_each_kube_scheduler_in_each_mode() -> None:
                    for other in ("kube-scheduler", "kube-scheduler-gang")}
     mode = {"runs": runs, "rounds": [{k: headline(v) for k, v in runs.items()}],
             "comparisons": comparisons}
-    results = {"command": "python -m bench.e2e", "finished_at": "now", "duration_s": 60,
-               "machine": {"load_average_start": 1, "load_average_end": 1, "cpus": 2,
-                           "python": "CPython"},
-               "versions": {"kubernetes": "v1.36.1", "kwok": "v0.8.0"},
-               "parameters": {"nodes": 5000, "gpus_per_node": 8, "cluster_gpus": 40000,
-                              "seed": 1, "gangs": 3, "gangs_by_pods": {"1": 1, "128": 2},
-                              "pods": 30, "gpus": 30, "concurrency": 64,
-                              "kube_scheduler_qps": 5000, "kube_scheduler_burst": 10000},
-               "modes": {"backlog": mode, "arrival": mode}}
-    text = readme_section(results, section_name(Path("bench/results/e2e-5000.json")))
+    text = readme_section(_results(mode), section_name(Path("bench/results/e2e-5000.json")))
     begin, end = markers("e2e-5000")
     assert text.startswith(begin) and text.endswith(end)
     assert "| pods bound per second (from the start to the last binding) | 300 | 100 | 200 " \
@@ -89,3 +99,26 @@ def test_table_compares_phalanx_with_each_kube_scheduler_in_each_mode() -> None:
     assert "Phalanx / kube-scheduler >= 1.5: **3.00** (met)" in text
     assert "Phalanx / kube-scheduler + gang/topology plugins >= 1.5: **1.50** (met)" in text
     assert "0 partial gangs: **0.00** (met)" in text
+
+
+def test_the_last_binding_is_timed_from_the_submissions_last_creation() -> None:
+    """Near 0 in arrival mode: the run measured the submission's pace, not the scheduler's."""
+    arrival = {"throughput": {"last_bound_s": 42.5}, "measured_from_epoch": 1000.0,
+               "submission": {"started_epoch": 1000.0, "seconds": 40.0}}
+    assert after_last_creation(arrival) == 2.5  # bound at 1,042.5, last created at 1,040
+    backlog = {**arrival, "measured_from_epoch": 1100.0}  # timed from the scheduler's start
+    assert after_last_creation(backlog) == 102.5  # bound at 1,142.5
+    assert after_last_creation({**arrival, "throughput": {"pods_bound": 0}}) is None
+
+
+def test_only_the_arrival_table_times_the_last_binding_from_the_last_creation() -> None:
+    run = {**_run(100, 0), "measured_from_epoch": 1000.0,
+           "submission": {"started_epoch": 1000.0, "seconds": 40.0}}
+    run["throughput"] = {**run["throughput"], "last_bound_s": 42.5}
+    mode = {"runs": {"phalanx": run, "kube-scheduler": run},
+            "rounds": [{"phalanx": headline(run), "kube-scheduler": headline(run)}],
+            "comparisons": {}}
+    text = readme_section(_results(mode), "e2e")
+    row = "| last binding after the last creation (s, round 1) | 2.50 | 2.50 |"
+    assert text.count(row) == 1
+    assert text.index("**arrival**") < text.index(row)
