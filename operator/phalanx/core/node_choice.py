@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from math import exp
 
 from phalanx.core.device_choice import DEVICE, choose_devices
@@ -82,8 +83,9 @@ def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]
 
 @dataclass(frozen=True, slots=True)
 class _Ask:
-    """What one pod of the shape takes, as its grade reads it (once per pod, not per
-    candidate node)."""
+    """What one pod of the shape takes, as its grade reads it (once per shape, not per
+    candidate node: remembered, as `candidates` and `least_fragmenting` both read it for
+    every lone pod, and shapes are few and interned)."""
 
     cpu: int
     memory: int
@@ -91,6 +93,7 @@ class _Ask:
     uses_gpu: bool
 
     @staticmethod
+    @lru_cache(maxsize=1 << 14)
     def of(shape: Shape) -> _Ask:
         requests = dict(shape.requests)
         whole = -(-requests.get(GPU, 0) // DEVICE)
