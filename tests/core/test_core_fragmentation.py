@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from core_builders import cycle, node, pod, snapshot_of
 
-from phalanx.core import PodInfo
+from phalanx.core import NodeInfo, PodInfo
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.fragmentation import Profile, ShapeMix
-from phalanx.core.node_choice import CANDIDATES, grade, least_fragmenting
+from phalanx.core.node_choice import CANDIDATES, ONE_GPU_CANDIDATES, grade, least_fragmenting
 from phalanx.core.shapes import shape_of
 from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.state import CycleState
@@ -296,12 +296,26 @@ def test_a_lone_pod_is_graded_on_the_first_nodes_by_position_only() -> None:
         assert placed(cycle(nodes, held, new)) == {"default/new": where}
 
 
-def test_a_lone_pod_of_several_gpus_is_graded_on_a_wider_window() -> None:
-    """Behind 128 fresh nodes z, two of whose four GPUs are free, is outside a 1-GPU
-    pod's window but inside a 2-GPU pod's (`MULTI_GPU_CANDIDATES`): the 2-GPU pod fills
-    z without opening a whole node."""
+def test_a_lone_pod_of_whole_gpus_is_graded_on_a_wider_window() -> None:
+    """Behind 128 fresh nodes z, two of whose four GPUs are free, is outside a fraction's
+    window but inside a 2-GPU pod's (`MULTI_GPU_CANDIDATES`), and inside a 1-GPU pod's
+    while the workload shares devices (`ONE_GPU_CANDIDATES`: a 500-milli pod runs on x):
+    those fill z without opening a whole node, a 500-milli pod opens the first fresh one.
+    Without a shared device, or behind 256 fresh nodes, the 1-GPU pod opens one too."""
     held = pod("held", gpus=2, cpu=4, node_name="z", gpu_devices=(0, 1))
-    nodes = [node(f"n{i:03d}", gpus=2, cpu=32) for i in range(CANDIDATES)]
-    nodes.append(node("z", gpus=4, cpu=32))
-    assert placed(cycle(nodes, held, pod("two", gpus=2, cpu=4))) == {"default/two": "z"}
-    assert placed(cycle(nodes, held, pod("one", gpus=1, cpu=4))) == {"default/one": "n000"}
+    shared = pod("shared", gpus=0, gpu_milli=500, cpu=4, node_name="x", gpu_devices=(0,))
+
+    def nodes(fresh: int) -> list[NodeInfo]:
+        found = [node(f"n{i:03d}", gpus=2, cpu=32) for i in range(fresh)]
+        return [*found, node("z", gpus=4, cpu=32), node("x", gpus=1, cpu=32)]
+
+    near, far = nodes(CANDIDATES), nodes(ONE_GPU_CANDIDATES)
+    two, one = pod("two", gpus=2, cpu=4), pod("one", gpus=1, cpu=4)
+    half = pod("half", gpus=0, gpu_milli=500, cpu=4)
+    assert placed(cycle(near, held, shared, two)) == {"default/two": "z"}
+    assert placed(cycle(near, held, two)) == {"default/two": "z"}
+    assert placed(cycle(near, held, shared, one)) == {"default/one": "z"}
+    assert placed(cycle(near, held, one)) == {"default/one": "n000"}
+    assert placed(cycle(far, held, shared, one)) == {"default/one": "n000"}
+    assert placed(cycle(far, held, shared, two)) == {"default/two": "z"}
+    assert placed(cycle(near, held, shared, half)) == {"default/half": "n000"}

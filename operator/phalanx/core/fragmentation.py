@@ -102,9 +102,7 @@ class ShapeMix:
         """Counts refreshes of the typical shapes: a grade remembered under another
         version is stale (`CycleState.node_grades`)."""
         self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
-        self._caps_whole = False
-        """Whether whole-GPU shapes are capped by the pods a node's cpu and memory take
-        (while no typical shape shares a device: the module's docstring)."""
+        self._shares = True  # `shares_devices`, as of the last refresh
         self.least = (0, 0)
         """The least cpu and the least memory that any typical shape asks for (as of the
         last refresh): a node with less of either left takes none of the pods that keep
@@ -142,6 +140,14 @@ class ShapeMix:
             self._refresh()
         return self._typical
 
+    def shares_devices(self) -> bool:
+        """Whether some typical shape shares a device. While none does, whole-GPU shapes
+        are capped by the pods a node's cpu and memory take (the module's docstring);
+        while one does, a lone pod of one GPU is graded on a wider window
+        (`phalanx.core.node_choice.ONE_GPU_CANDIDATES`)."""
+        self.typical()
+        return self._shares
+
     def _refresh(self) -> None:
         self._stale = 0
         self.version += 1
@@ -156,7 +162,7 @@ class ShapeMix:
             chosen.append((Profile(cpu, milli, count, memory), seen))
             covered += seen
         self._typical = tuple((profile, seen / covered) for profile, seen in chosen)
-        self._caps_whole = all(p.milli >= DEVICE for p, _ in self._typical)
+        self._shares = any(p.milli < DEVICE for p, _ in self._typical)
         self._memo = {}
         self.least = (
             min((profile.cpu for profile, _ in self._typical), default=0),
@@ -187,7 +193,7 @@ class ShapeMix:
                 cut = bisect_left(ordered, profile.milli)
                 if devices - cut >= profile.count:
                     small = below[cut]
-                    if profile.milli < DEVICE or self._caps_whole:
+                    if profile.milli < DEVICE or not self._shares:
                         hosted = _hosted(profile, cpu_free, memory_free) * profile.count
                         amount += share * (total - min(total - small, hosted))
                     else:

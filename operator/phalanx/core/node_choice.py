@@ -1,8 +1,9 @@
 """Which node takes one pod: the one it fragments least, first-fit among equals.
 
 For a single pod the placement hands over the `CANDIDATES` first nodes by position of a
-domain that take it (a first-fit window). A node where the pod would leave GPU milli with too little
-cpu or memory for any typical GPU pod comes last (`strands`). The others are graded by how much
+domain that take it (a first-fit window, wider for a pod of whole GPUs: `candidates`). A
+node where the pod would leave GPU milli with too little cpu or memory for any typical
+GPU pod comes last (`strands`). The others are graded by how much
 GPU the workload's typical shapes could no longer use there after the pod lands, its
 devices chosen as `device_choice` chooses them (`phalanx.core.fragmentation`), quantised
 like FGD's integer score (changes within ~40 milli of a GPU count as equal) but rounded,
@@ -25,6 +26,7 @@ from math import exp
 
 from phalanx.core.device_choice import DEVICE, choose_devices
 from phalanx.core.devices import part_of
+from phalanx.core.fragmentation import ShapeMix
 from phalanx.core.names import CPU, GPU, MEMORY
 from phalanx.core.shapes import Shape
 from phalanx.core.state import CycleState, Grade, NodeGrades
@@ -40,6 +42,16 @@ tightest nodes for a shape are mostly those whose cpu takes one more pod of it, 
 grade drew pods there from all over the cluster instead of filling one end of it first.
 Grading every node did worse still on `gpushare100` (fractions: -0.34 pt on seeds 1-2).
 Windows of 96 and 256 were within the seeds' noise of 128 (bench/README.md)."""
+ONE_GPU_CANDIDATES = 256
+"""The window of a lone pod of one whole GPU while the workload's typical shapes share
+devices (`ShapeMix.shares_devices`): the nodes with a fully free device then differ in
+what their other devices hold. On the FGD paper's benchmark (`python -m bench.packing
+--policies phalanx`, against the 128 window) `multigpu50` went from 97.45% to 97.62%
+over seeds 1-5 (+0.11 to +0.18 on held-out seeds 3-5) and `default` from 95.94 to
+95.96; `gpushare100` has no whole-GPU pods. Without fractions it lost: `multigpu50-whole`
+99.90 -> 99.79 (seeds 1-5), so there the window stays 128. 512 and 1,024 gave the same
+figures within the seeds' noise, and 1,024 took the Alibaba simulator's cycle p95 from
+0.36 to 0.56 s (`python -m bench.sim_cycles`, seed 1; 256: 0.35 s) (bench/README.md)."""
 MULTI_GPU_CANDIDATES = 1024
 """The window of a lone pod of two or more whole GPUs: such pods are few, and the nodes
 with that many free devices differ in the cpu and memory left beside them, so they are
@@ -50,9 +62,14 @@ bench.packing --policies phalanx`, against the 128 window) `multigpu50-whole` we
 such pods (bench/README.md)."""
 
 
-def candidates(shape: Shape) -> int:
+def candidates(shape: Shape, mix: ShapeMix) -> int:
     """How many nodes, first by position, a lone pod of `shape` is graded on."""
-    return MULTI_GPU_CANDIDATES if _Ask.of(shape).whole >= 2 else CANDIDATES
+    whole = _Ask.of(shape).whole
+    if whole >= 2:
+        return MULTI_GPU_CANDIDATES
+    if whole and mix.shares_devices():
+        return ONE_GPU_CANDIDATES
+    return CANDIDATES
 
 
 def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]) -> int | None:

@@ -266,7 +266,7 @@ def _leaf_plan(
         most = rooms.most() if count == 1 else None
         return [(most[1], 1)] if most is not None else None
     if request.fragmentation and count == 1:
-        node = least_fragmenting(state, shape, rooms.lowest(1, candidates(shape)))
+        node = least_fragmenting(state, shape, rooms.lowest(1, candidates(shape, state.mix)))
     else:
         node = next(iter(rooms.tightest(count)), None)
     return [(node, count)] if node is not None else None
