@@ -72,7 +72,8 @@ def _run(pods_per_second: float, partial: int) -> dict[str, Any]:
 def _results(mode: dict[str, Any]) -> dict[str, Any]:
     """A results file whose two modes both hold `mode`."""
     return {"command": "python -m bench.e2e", "finished_at": "now", "duration_s": 60,
-            "machine": {"load_average_start": 1, "load_average_end": 1, "cpus": 2,
+            "machine": {"load_average_start": [0.5, 1.0, 2.0],
+                        "load_average_end": [4.0, 3.5, 3.0], "cpus": 2,
                         "python": "CPython"},
             "versions": {"kubernetes": "v1.36.1", "kwok": "v0.8.0"},
             "parameters": {"nodes": 5000, "gpus_per_node": 8, "cluster_gpus": 40000,
@@ -99,6 +100,8 @@ def test_table_compares_phalanx_with_each_kube_scheduler_in_each_mode() -> None:
     assert "Phalanx / kube-scheduler >= 1.5: **3.00** (met)" in text
     assert "Phalanx / kube-scheduler + gang/topology plugins >= 1.5: **1.50** (met)" in text
     assert "0 partial gangs: **0.00** (met)" in text
+    # load averages read back from the JSON (lists) are written as the run wrote them
+    assert "load average (0.5, 1.0, 2.0) at start, (4.0, 3.5, 3.0) at the end" in text
 
 
 def test_the_last_binding_is_timed_from_the_submissions_last_creation() -> None:
