@@ -3,18 +3,18 @@
 For a single pod the placement hands over the `CANDIDATES` first nodes by position of a
 domain that take it (a first-fit window, wider for a pod of whole GPUs: `candidates`). A
 node where the pod would leave GPU milli with too little cpu or memory for any typical
-GPU pod comes last (`strands`). The others are graded by how much
-GPU the workload's typical shapes could no longer use there after the pod lands, its
-devices chosen as `device_choice` chooses them (`phalanx.core.fragmentation`), quantised
-like FGD's integer score (changes within ~40 milli of a GPU count as equal) but rounded,
-not truncated, so that "nothing lost" sits in the middle of its step (see `grade`).
-Among equal grades a GPU pod keeps
-off nodes with every GPU free (whole nodes stay free for gangs), a CPU-only pod goes to a
-node without GPUs (there it strands nothing), and then the lowest position wins, a fixed
-order, so the choice is a function of the cluster state alone. The grade comes first: on
-the FGD paper's benchmark, opening a whole node only when no partly used node takes the
-pod at all cost 0.3-0.6 pt of allocation (`python -m bench.packing`, bench/README.md).
-A bounded window keeps the cost per pod independent of the cluster's size.
+GPU pod comes last (`strands`). The others are graded by how much GPU the workload's
+typical shapes could no longer use there after the pod lands, its devices chosen as
+`device_choice` chooses them (`phalanx.core.fragmentation`), quantised like FGD's integer
+score (changes within ~40 milli of a GPU count as equal) but rounded, not truncated, so
+that "nothing lost" sits in the middle of its step (see `grade`). Among equal grades a
+GPU pod keeps off nodes with every GPU free (whole nodes stay free for gangs), a CPU-only
+pod goes to a node without GPUs (there it strands nothing), and then the lowest position
+wins, a fixed order, so the choice is a function of the cluster state alone. The grade
+comes first: on the FGD paper's benchmark, opening a whole node only when no partly used
+node takes the pod at all cost 0.3-0.6 pt of allocation (`python -m bench.packing`,
+bench/README.md). A bounded window keeps the cost per pod independent of the cluster's
+size.
 """
 
 from __future__ import annotations
