@@ -11,7 +11,14 @@ from core_builders import cycle, node, pod, snapshot_of
 from phalanx.core import NodeInfo, PodInfo
 from phalanx.core.config import SchedulerConfig
 from phalanx.core.fragmentation import Profile, ShapeMix
-from phalanx.core.node_choice import CANDIDATES, ONE_GPU_CANDIDATES, grade, least_fragmenting
+from phalanx.core.node_choice import (
+    CANDIDATES,
+    ONE_GPU_CANDIDATES,
+    PodAsk,
+    added_fragmentation,
+    grade,
+    least_fragmenting,
+)
 from phalanx.core.shapes import shape_of
 from phalanx.core.snapshot import ClusterIndex
 from phalanx.core.state import CycleState
@@ -146,8 +153,6 @@ def test_remembered_device_choices_follow_each_placement() -> None:
     free parts, and where each part or number of GPUs would go, remembered between them:
     `NodeGrades.free`, `NodeGrades.taken`) are graded on every node as on a fresh state
     with the same placements."""
-    from phalanx.core.node_choice import _Ask, added_fragmentation
-
     nodes = [node(f"n{i}", gpus=1 + i % 3, cpu=32) for i in range(5)]
     typical = [pod(f"t{i}", gpus=0, cpu=2, gpu_milli=250 * (1 + i % 3)) for i in range(6)]
     asks = [(0, 250), (1, 0), (0, 500), (0, 0), (2, 0), (0, 250), (0, 750), (0, 250)]
@@ -162,7 +167,7 @@ def test_remembered_device_choices_follow_each_placement() -> None:
         shape = shape_of(arrival)
         least_fragmenting(state, shape, everywhere)
         known = state.node_grades(state.mix.version)
-        ask = _Ask.of(shape)
+        ask = PodAsk.of(shape)
         return [(known[i].sizes[state.grade_id(shape)],
                  added_fragmentation(state, i, shape, ask, known[i])) for i in everywhere]
 

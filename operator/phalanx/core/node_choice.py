@@ -64,7 +64,7 @@ such pods (bench/README.md)."""
 
 def candidates(shape: Shape, mix: ShapeMix) -> int:
     """How many nodes, first by position, a lone pod of `shape` is graded on."""
-    whole = _Ask.of(shape).whole
+    whole = PodAsk.of(shape).whole
     if whole >= 2:
         return MULTI_GPU_CANDIDATES
     if whole and mix.shares_devices():
@@ -79,7 +79,7 @@ def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]
     mix.typical()  # a refresh due happens now, before the remembered grades are read
     known = state.node_grades(mix.version)
     size = state.grade_id(shape)
-    ask = _Ask.of(shape)
+    ask = PodAsk.of(shape)
     best: Grade | None = None
     chosen = -1
     for node in candidates:  # in a plain loop: a hundred candidates a pod
@@ -99,7 +99,7 @@ def least_fragmenting(state: CycleState, shape: Shape, candidates: Iterable[int]
 
 
 @dataclass(frozen=True, slots=True)
-class _Ask:
+class PodAsk:
     """What one pod of the shape takes, as its grade reads it (once per shape, not per
     candidate node: remembered, as `candidates` and `least_fragmenting` both read it for
     every lone pod, and shapes are few and interned)."""
@@ -111,15 +111,15 @@ class _Ask:
 
     @staticmethod
     @lru_cache(maxsize=1 << 14)
-    def of(shape: Shape) -> _Ask:
+    def of(shape: Shape) -> PodAsk:
         requests = dict(shape.requests)
         whole = -(-requests.get(GPU, 0) // DEVICE)
         uses_gpu = bool(whole or shape.fractional)
-        return _Ask(requests.get(CPU, 0), requests.get(MEMORY, 0), whole, uses_gpu)
+        return PodAsk(requests.get(CPU, 0), requests.get(MEMORY, 0), whole, uses_gpu)
 
 
 def node_grade(
-    state: CycleState, node: int, shape: Shape, ask: _Ask, grades: NodeGrades
+    state: CycleState, node: int, shape: Shape, ask: PodAsk, grades: NodeGrades
 ) -> Grade | None:
     """The node's grade for one pod of `shape`, lower is better (None: its devices do not
     take the pod): whether it leaves GPU milli that no GPU pod can use any more, then the
@@ -135,7 +135,7 @@ def node_grade(
     return (strands(state, node, shape, ask), grade(added), opens, on_gpus)
 
 
-def strands(state: CycleState, node: int, shape: Shape, ask: _Ask) -> int:
+def strands(state: CycleState, node: int, shape: Shape, ask: PodAsk) -> int:
     """1 if the pod leaves free GPU milli on a node whose cpu or memory left is then below
     what every typical GPU pod asks for (`ShapeMix.least`), else 0. Such milli is lost to
     the pods that keep arriving, and the grade barely sees it: what is left is often a
@@ -174,7 +174,7 @@ def grade(added: float) -> int:
 
 
 def added_fragmentation(
-    state: CycleState, node: int, shape: Shape, ask: _Ask, grades: NodeGrades
+    state: CycleState, node: int, shape: Shape, ask: PodAsk, grades: NodeGrades
 ) -> float | None:
     """Fragmentation of the node after the pod minus before (None: its devices do not
     take the pod); before is remembered in `grades`."""
