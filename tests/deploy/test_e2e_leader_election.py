@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 
 import pytest
 from kubernetes_asyncio import client as k8s
@@ -51,6 +52,23 @@ def lease_spec(cluster: LocalCluster) -> dict[str, object]:
     return spec
 
 
+async def held_past_one_lease(api: KubeApi, holder: str) -> None:
+    """Wait, reading the lease as the account does, until `holder` has renewed it for
+    longer than one lease duration: by then a follower that did not see the renewals
+    would have taken it over. Measured on the lease's own renewTime, not by sleeping."""
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{LEASE}"
+    first: datetime | None = None
+    async with asyncio.timeout(PATIENCE):
+        while True:
+            spec = (await api.request("GET", path)).body["spec"]
+            assert spec["holderIdentity"] == holder
+            renewed = datetime.fromisoformat(spec["renewTime"])
+            first = first or renewed
+            if (renewed - first).total_seconds() > SETTINGS.lease_duration_seconds:
+                return
+            await asyncio.sleep(0.1)
+
+
 async def until(condition: Callable[[], bool]) -> None:
     async with asyncio.timeout(PATIENCE):
         while not condition():
@@ -80,7 +98,7 @@ async def test_one_leader_takeover_on_death_and_handover_on_stop(
     try:
         await until(lambda: a.is_leader or b.is_leader)
         leader, follower = (a, b) if a.is_leader else (b, a)
-        await asyncio.sleep(SETTINGS.lease_duration_seconds)  # several renewals
+        await held_past_one_lease(account_api, leader.identity)
         assert leader.is_leader and not follower.is_leader
         assert lease_spec(cluster)["holderIdentity"] == leader.identity
 
