@@ -163,3 +163,21 @@ def test_equal_pods_share_one_shape_object_equal_to_a_fresh_one() -> None:
     tolerant = replace(first, tolerations=(Toleration("k", "Exists", "", "NoSchedule"),))
     assert constraints_of(tolerant) != NO_CONSTRAINTS
     assert shape_of(tolerant) != shape_of(first)
+
+
+def test_a_gt_value_that_is_no_integer_is_named_in_the_wait_message() -> None:
+    """The API server accepts `Gt: ["8GB"]`; no node can match it, and the pod's wait
+    message says which requirement and why, not only that no node matched. A valid
+    Gt in the same pod is not named."""
+    nodes = [node(f"n{i}", labels={"gpu-memory": "80"}) for i in range(2)]
+    bad = NodeSelectorTerm((
+        NodeSelectorRequirement("gpu-memory", "Gt", ("40",)),
+        NodeSelectorRequirement("gpu-memory", "Gt", ("40GB",)),
+    ))  # fmt: skip
+    result = cycle(nodes, pod("p", gpus=1, affinity=(bad,)))
+    message = decision(result, "default/p").message
+    assert "2 node(s) didn't match Pod's node affinity" in message
+    assert "Node affinity gpu-memory Gt '40GB' matches no node" in message
+    assert "Gt '40'" not in message
+    good = NodeSelectorTerm((NodeSelectorRequirement("gpu-memory", "Gt", ("40",)),))
+    assert nodes_of(cycle(nodes, pod("p", gpus=1, affinity=(good,))), "default/p") == ["n0"]

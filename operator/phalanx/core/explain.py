@@ -18,6 +18,7 @@ from phalanx.core.devices import part_of
 from phalanx.core.members import Problem
 from phalanx.core.names import GPU, GPU_MEMORY_LABEL
 from phalanx.core.placement import GangRequest
+from phalanx.core.predicates import unmatchable
 from phalanx.core.resources import format_amount, format_resources
 from phalanx.core.shapes import Shape, fit_count
 from phalanx.core.snapshot import UNLIMITED_PODS
@@ -163,6 +164,7 @@ def explain(state: CycleState, request: GangRequest) -> Problem:
             )
             split = fragmentation(state, shape)
             message += f" {split}." if split else ""
+            message += _unmatchable(shape)
             code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
             return Problem(code, Reason.INSUFFICIENT_RESOURCES, message)
     if request.limit >= 0:
@@ -218,6 +220,15 @@ def _never_fits(
         return True
     room = static_room(state, shape, request.topology)
     return all(room[d] < need for d in level)
+
+
+def _unmatchable(shape: Shape) -> str:
+    """A sentence naming the node-affinity requirements no node can match, or ""."""
+    found = unmatchable(shape.constraints)
+    if not found:
+        return ""
+    return (f" Node affinity {', '.join(found)} matches no node: Gt and Lt take exactly "
+            "one integer value.")
 
 
 def _pods(count: int, shape: Shape) -> str:

@@ -111,6 +111,24 @@ def matches_requirement(value: str | None, requirement: NodeSelectorRequirement)
     return False
 
 
+def unmatchable(constraints: Constraints) -> tuple[str, ...]:
+    """The required node affinity's Gt/Lt requirements that match no node whatever its
+    labels, as `requirement: why`: the API server accepts any label value there, but
+    matching needs exactly one integer, so such a pod waits on "didn't match Pod's node
+    affinity" alone; the wait message names the requirement instead (`explain`)."""
+    found = []
+    for term in constraints.affinity:
+        for requirement in (*term.match_expressions, *term.match_fields):
+            if requirement.operator not in ("Gt", "Lt"):
+                continue
+            values = requirement.values
+            if len(values) == 1 and parse_int64(values[0]) is not None:
+                continue
+            shown = values[0] if len(values) == 1 else list(values)
+            found.append(f"{requirement.key} {requirement.operator} {shown!r}")
+    return tuple(found)
+
+
 def _compare(value: str | None, requirement: NodeSelectorRequirement) -> bool:
     """Gt/Lt as Kubernetes matches them: the label and the one value each an integer
     (`parse_int64`); a label that is none matches no Gt/Lt, and a value that is none
