@@ -125,3 +125,12 @@ def test_only_the_arrival_table_times_the_last_binding_from_the_last_creation() 
     row = "| last binding after the last creation (s, round 1) | 2.50 | 2.50 |"
     assert text.count(row) == 1
     assert text.index("**arrival**") < text.index(row)
+
+
+def test_a_run_of_phalanx_alone_still_checks_its_peak_rss() -> None:
+    """`--only phalanx` compares with nothing, but the operator's memory target is its own."""
+    run = _run(100, 0)
+    mode = {"runs": {"phalanx": run}, "rounds": [{"phalanx": headline(run)}], "comparisons": {}}
+    text = readme_section(_results(mode), "e2e")
+    peak = headline(run)["peak_rss_mib"]
+    assert f"- operator peak RSS < 1024 MiB: **{peak:.0f} MiB** (met)" in text
