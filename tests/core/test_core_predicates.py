@@ -166,7 +166,7 @@ def test_equal_pods_share_one_shape_object_equal_to_a_fresh_one() -> None:
 
 
 def test_a_gt_value_that_is_no_integer_is_named_in_the_wait_message() -> None:
-    """The API server accepts `Gt: ["8GB"]`; no node can match it, and the pod's wait
+    """The API server accepts `Gt: ["40GB"]`; no node can match it, and the pod's wait
     message says which requirement and why, not only that no node matched. A valid
     Gt in the same pod is not named."""
     nodes = [node(f"n{i}", labels={"gpu-memory": "80"}) for i in range(2)]

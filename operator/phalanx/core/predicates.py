@@ -113,9 +113,9 @@ def matches_requirement(value: str | None, requirement: NodeSelectorRequirement)
 
 def unmatchable(constraints: Constraints) -> tuple[str, ...]:
     """The required node affinity's Gt/Lt requirements that match no node whatever its
-    labels, as `requirement: why`: the API server accepts any label value there, but
-    matching needs exactly one integer, so such a pod waits on "didn't match Pod's node
-    affinity" alone; the wait message names the requirement instead (`explain`)."""
+    labels, each as "key Op 'value'": the API server accepts any label value there, but
+    matching needs exactly one integer, so such a pod would wait on "didn't match Pod's
+    node affinity" alone; the wait message names the requirement too (`explain`)."""
     found = []
     for term in constraints.affinity:
         for requirement in (*term.match_expressions, *term.match_fields):
