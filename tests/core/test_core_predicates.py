@@ -181,3 +181,17 @@ def test_a_gt_value_that_is_no_integer_is_named_in_the_wait_message() -> None:
     assert "Gt '40'" not in message
     good = NodeSelectorTerm((NodeSelectorRequirement("gpu-memory", "Gt", ("40",)),))
     assert nodes_of(cycle(nodes, pod("p", gpus=1, affinity=(good,))), "default/p") == ["n0"]
+
+
+def test_a_selector_label_that_no_node_carries_is_named_in_the_wait_message() -> None:
+    """A typo or a GPU model the cluster lacks: the wait message names the label, not only
+    that no node matched; a label some node carries is not named."""
+    nodes = [node("a", labels={"gpu": "h100", "zone": "1"}), node("b", labels={"gpu": "a100"})]
+    typo = pod("p", gpus=1, node_selector={"gpu": "h10O", "zone": "1"})
+    message = decision(cycle(nodes, typo), "default/p").message
+    assert "2 node(s) didn't match Pod's node selector" in message
+    assert "No node has the label gpu=h10O that its nodeSelector asks for." in message
+    assert "zone=1" not in message
+    # Each label exists, on different nodes: no label is absent, none is named.
+    apart = pod("q", gpus=1, node_selector={"gpu": "a100", "zone": "1"})
+    assert "No node has" not in decision(cycle(nodes, apart), "default/q").message

@@ -164,7 +164,7 @@ def explain(state: CycleState, request: GangRequest) -> Problem:
             )
             split = fragmentation(state, shape)
             message += f" {split}." if split else ""
-            message += _unmatchable(shape)
+            message += _unmatchable(shape) + _absent_labels(state, shape)
             code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
             return Problem(code, Reason.INSUFFICIENT_RESOURCES, message)
     if request.limit >= 0:
@@ -229,6 +229,28 @@ def _unmatchable(shape: Shape) -> str:
         return ""
     return (f" Node affinity {', '.join(found)} matches no node: Gt and Lt take exactly "
             "one integer value.")
+
+
+def _absent_labels(state: CycleState, shape: Shape) -> str:
+    """A sentence naming the nodeSelector's labels that no node carries, or "": most often
+    a typo or a model the cluster lacks, which "didn't match Pod's node selector" alone
+    leaves the user to find. The cluster's label pairs are gathered once a cycle, and only
+    when a waiting pod has a nodeSelector (placements change no label)."""
+    selector = shape.constraints.node_selector
+    if not selector:
+        return ""
+    pairs = state.kept.get(_LABEL_PAIRS)
+    if not isinstance(pairs, frozenset):
+        pairs = frozenset(pair for node in state.index.nodes for pair in node.labels.items())
+        state.kept[_LABEL_PAIRS] = pairs
+    absent = [f"{key}={value}" for key, value in selector if (key, value) not in pairs]
+    if not absent:
+        return ""
+    plural = "s" if len(absent) > 1 else ""
+    return f" No node has the label{plural} {', '.join(absent)} that its nodeSelector asks for."
+
+
+_LABEL_PAIRS = "label pairs"  # `CycleState.kept`: every node's (key, value) labels
 
 
 def _pods(count: int, shape: Shape) -> str:
