@@ -89,7 +89,8 @@ def test_each_exclusion_is_counted_in_one_sorted_sentence() -> None:
     zone_a = {"zone": "a"}
     nodes = [
         node("tainted-1", labels=zone_a, taints=(Taint("dedicated", "x", "NoSchedule"),)),
-        node("tainted-2", labels=zone_a, taints=(Taint("dedicated", "x", "NoExecute"),)),
+        node("tainted-2", labels=zone_a, taints=(Taint("gpu", "", "NoExecute"),
+                                                 Taint("dedicated", "x", "NoSchedule"))),
         node("cordoned", labels=zone_a, unschedulable=True),
         node("down", labels=zone_a, ready=False),
         node("full", labels=zone_a),
@@ -102,8 +103,9 @@ def test_each_exclusion_is_counted_in_one_sorted_sentence() -> None:
     found = decision(result, "default/big")
     assert found.reason == "InsufficientResources"
     assert found.message.endswith(
-        "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint, "
-        "1 Too many pods, 1 node(s) didn't match Pod's node selector, 1 node(s) were not ready, "
+        "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 1 Too many pods, "
+        "1 node(s) didn't match Pod's node selector, 1 node(s) had untolerated taint "
+        "{dedicated: x}, 1 node(s) had untolerated taint {gpu: }, 1 node(s) were not ready, "
         "1 node(s) were unschedulable."
     )
 

@@ -18,7 +18,7 @@ from phalanx.core.devices import part_of
 from phalanx.core.members import Problem
 from phalanx.core.names import GPU, GPU_MEMORY_LABEL
 from phalanx.core.placement import GangRequest
-from phalanx.core.predicates import unmatchable
+from phalanx.core.predicates import tolerated, unmatchable
 from phalanx.core.resources import format_amount, format_resources
 from phalanx.core.shapes import Shape, fit_count
 from phalanx.core.snapshot import UNLIMITED_PODS
@@ -58,6 +58,8 @@ def _counted_causes(state: CycleState, shape: Shape, node: list[int] | None) -> 
     """Every node's causes of `node_histogram` at once, in C where it can be."""
     opened = state.open_nodes(shape.constraints)
     causes: Counter[str] = Counter({cause.value: n for cause, n in opened.excluded.items()})
+    if causes.pop(Exclusion.TAINT.value, 0):
+        causes.update(_taint_causes(state, shape))
     causes[HELD] = opened.held
     causes[Exclusion.TOO_MANY_PODS.value] = opened.too_many_pods
     for name, amount in shape.requests:
@@ -70,6 +72,21 @@ def _counted_causes(state: CycleState, shape: Shape, node: list[int] | None) -> 
             column = state.column(name)
             left = list(compress(left, map(ge, map(column.__getitem__, left), repeat(amount))))
         causes.update(_device_causes(state, shape, left))
+    return causes
+
+
+def _taint_causes(state: CycleState, shape: Shape) -> Counter[str]:
+    """The nodes kept off by a taint the pod does not tolerate, by the first such taint
+    of each, named as kube-scheduler names it ("node(s) had untolerated taint {key:
+    value}"), so the user sees which toleration is missing. A static exclusion: counted
+    once, never caught up (`_Histogram.catch_up` skips such nodes)."""
+    tolerations = shape.constraints.tolerations
+    nodes = state.index.nodes
+    causes: Counter[str] = Counter()
+    for i, cause in enumerate(state.static(shape.constraints)):
+        if cause is Exclusion.TAINT:
+            taint = next(t for t in nodes[i].taints if not tolerated(tolerations, t))
+            causes[f"{Exclusion.TAINT.value} {{{taint.key}: {taint.value}}}"] += 1
     return causes
 
 
