@@ -146,7 +146,23 @@ def test_affinity_terms_are_ored_and_expressions_anded() -> None:
 def test_a_resource_the_node_lacks_counts_as_zero() -> None:
     fpga = replace(pod("p", gpus=0), requests={"example.com/fpga": 1000})
     result = cycle(node("n"), fpga)
-    assert decision(result, "default/p").message.endswith("1 Insufficient example.com/fpga.")
+    assert decision(result, "default/p").message.endswith(
+        "1 Insufficient example.com/fpga. No node could take one such pod even if empty: it "
+        "asks for 1 example.com/fpga (the most a node has is 0)."
+    )
+
+
+def test_a_pod_larger_than_any_node_is_told_so() -> None:
+    """16 GPUs asked of 8-GPU nodes waits for ever, however the cluster empties: the
+    message says what exceeds the largest node; a pod that only waits for room is not
+    told so."""
+    nodes = [node("a"), node("b", gpus=4)]
+    result = cycle(nodes, pod("big", gpus=16), pod("busy", gpus=8, node_name="a"), pod("p"))
+    message = decision(result, "default/big").message
+    assert message.endswith("No node could take one such pod even if empty: it asks for "
+                            "16 nvidia.com/gpu (the most a node has is 8).")
+    waits = cycle(nodes, pod("busy", gpus=8, node_name="a"), pod("w", gpus=8))
+    assert "even if empty" not in decision(waits, "default/w").message
 
 
 def test_equal_pods_share_one_shape_object_equal_to_a_fresh_one() -> None:

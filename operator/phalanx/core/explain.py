@@ -182,6 +182,7 @@ def explain(state: CycleState, request: GangRequest) -> Problem:
             split = fragmentation(state, shape)
             message += f" {split}." if split else ""
             message += _unmatchable(shape) + _absent_labels(state, shape)
+            message += _beyond_any_node(state, shape) if never else ""
             code = StatusCode.UNRESOLVABLE if never else StatusCode.UNSCHEDULABLE
             return Problem(code, Reason.INSUFFICIENT_RESOURCES, message)
     if request.limit >= 0:
@@ -265,6 +266,22 @@ def _absent_labels(state: CycleState, shape: Shape) -> str:
         return ""
     plural = "s" if len(absent) > 1 else ""
     return f" No node has the label{plural} {', '.join(absent)} that its nodeSelector asks for."
+
+
+def _beyond_any_node(state: CycleState, shape: Shape) -> str:
+    """A sentence naming what one pod asks beyond the largest node's allocatable, or "":
+    such a pod waits for ever however the cluster empties (16 GPUs asked of 8-GPU nodes,
+    a resource no node offers), which the counted "Insufficient" alone does not say."""
+    largest = state.index.max_allocatable
+    over = [
+        f"{format_amount(name, amount)} {name} (the most a node has is "
+        f"{format_amount(name, largest.get(name, 0))})"
+        for name, amount in shape.requests
+        if amount > largest.get(name, 0)
+    ]
+    if not over:
+        return ""
+    return f" No node could take one such pod even if empty: it asks for {', '.join(over)}."
 
 
 _LABEL_PAIRS = "label pairs"  # `CycleState.kept`: every node's (key, value) labels
