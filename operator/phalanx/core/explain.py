@@ -252,15 +252,11 @@ def _unmatchable(shape: Shape) -> str:
 def _absent_labels(state: CycleState, shape: Shape) -> str:
     """A sentence naming the nodeSelector's labels that no node carries, or "": most often
     a typo or a model the cluster lacks, which "didn't match Pod's node selector" alone
-    leaves the user to find. The cluster's label pairs are gathered once a cycle, and only
-    when a waiting pod has a nodeSelector (placements change no label)."""
+    leaves the user to find (`ClusterIndex.label_pairs`)."""
     selector = shape.constraints.node_selector
     if not selector:
         return ""
-    pairs = state.kept.get(_LABEL_PAIRS)
-    if not isinstance(pairs, frozenset):
-        pairs = frozenset(pair for node in state.index.nodes for pair in node.labels.items())
-        state.kept[_LABEL_PAIRS] = pairs
+    pairs = state.index.label_pairs
     absent = [f"{key}={value}" for key, value in selector if (key, value) not in pairs]
     if not absent:
         return ""
@@ -283,8 +279,6 @@ def _beyond_any_node(state: CycleState, shape: Shape) -> str:
         return ""
     return f" No node could take one such pod even if empty: it asks for {', '.join(over)}."
 
-
-_LABEL_PAIRS = "label pairs"  # `CycleState.kept`: every node's (key, value) labels
 
 
 def _pods(count: int, shape: Shape) -> str:

@@ -289,6 +289,12 @@ class ClusterIndex:
         """Every node's GPU devices (`NodeInfo.gpu_count`), for scans over all nodes."""
         return tuple(node.gpu_count for node in self.nodes)
 
+    @cached_property
+    def label_pairs(self) -> frozenset[tuple[str, str]]:
+        """Every (key, value) label some node carries: a nodeSelector label outside it
+        matches no node (`phalanx.core.explain`); read only when a waiting pod has one."""
+        return frozenset(pair for node in self.nodes for pair in node.labels.items())
+
     def allocatable_column(self, name: str) -> tuple[int, ...]:
         """Every node's allocatable amount of one resource (0 where it has none)."""
         column = self._allocatable.get(name)
