@@ -36,6 +36,9 @@ build() {
   local cache="$CACHE_ROOT/controllers/$name-$version"
   local binary="$cache/bin/$name" logf="$cache/build.log"
   mkdir -p "$cache/bin" "$LINKS" "$MANIFESTS"
+  # One build of a controller at a time: a second run waits here, then finds the binary.
+  exec 8>"$cache/.lock"
+  flock 8
   local src
   src=$(go mod download -json "$module@$version" 2>"$logf" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') \
     || fail "could not download $module@$version from the Go module proxy" "$logf"

@@ -18,6 +18,12 @@ export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 mkdir -p "$BIN" "$WORK" "$LINKS"
 START=$(date +%s)
 
+# One build at a time per cache: two runs at once on a fresh machine (two checkouts, or a test
+# fixture beside `make tools`) would otherwise write the same .tmp files and go.mod, and both
+# fail. The second waits for the first, then finds the binaries built and only links them.
+exec 9>"$CACHE/.lock"
+flock 9
+
 log() { printf '[tools %4ss] %s\n' "$(( $(date +%s) - START ))" "$*"; }
 fail() { log "FAILED: $1"; [ -f "$2" ] && tail -n 30 "$2" | sed 's/^/    /'; exit 1; }
 
