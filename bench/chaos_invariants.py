@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.core.model import FINISHED_PHASES
+from phalanx.core.model.inputs import FINISHED_PHASES
 
 GPU = "nvidia.com/gpu"
 

@@ -33,7 +33,7 @@ from bench.snapshot import ROOT, WORKLOAD, cluster_objects
 from phalanx.cluster.description import load_description, network_topology
 from phalanx.config import Settings
 from phalanx.config.settings import Mode
-from phalanx.core.names import DEFAULT_QUEUE, GROUP_VERSION
+from phalanx.core.model.names import DEFAULT_QUEUE, GROUP_VERSION
 from phalanx.operator import scheduler as scheduler_module
 from phalanx.operator.cache import ClusterCache, Kind
 from phalanx.operator.kube.client import JSON, Reply

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phalanx.cli import sim as sim_cli
+from phalanx.core.model.result import CycleResult
 from phalanx.core.preemption.find import Finder
-from phalanx.core.result import CycleResult
 from phalanx.observe.gc_pauses import GcPauses
 from phalanx.sim.policies import core_policy
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import yaml
 
 from phalanx.core.cycle import run_cycle
-from phalanx.core.nomination import RESERVED
+from phalanx.core.model.nomination import RESERVED
+from phalanx.core.model.result import CycleResult
 from phalanx.core.preemption.cycle import TAKEN_BACK
-from phalanx.core.result import CycleResult
 from phalanx.sim.engine import SimConfig, simulate
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import JobSpec

@@ -41,7 +41,7 @@ from bench.e2e_workload import (
 from phalanx.cluster.description import load_description, node_objects
 from phalanx.config.settings import Mode
 from phalanx.core.parse.objects import PARSERS
-from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.snapshot.picture import ClusterIndex
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import ClusterCache, Kind, WatchStore, object_key
 from phalanx.operator.cache_snapshot import assemble, parse_view, parsed_objects, take_snapshot

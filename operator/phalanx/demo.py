@@ -26,7 +26,7 @@ from typing import Any
 
 from phalanx.cluster import LocalCluster, load_description, workload_controllers
 from phalanx.cluster.description import repository_root
-from phalanx.core.names import group_name
+from phalanx.core.model.names import group_name
 
 NAMESPACE = "demo"
 EXPECT = "demo.phalanx.io/expect"

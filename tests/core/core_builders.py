@@ -17,7 +17,7 @@ from phalanx.core import (
     TopologySpec,
     run_cycle,
 )
-from phalanx.core.model import Taint
+from phalanx.core.model.inputs import Taint
 
 GPU = "nvidia.com/gpu"
 GI = 2**30 * 1000

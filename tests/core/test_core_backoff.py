@@ -6,9 +6,9 @@ from __future__ import annotations
 from core_builders import gang, node
 
 from phalanx.core import SchedulerConfig, Snapshot, run_cycle
-from phalanx.core.backoff import Backoff
-from phalanx.core.result import CycleResult
-from phalanx.core.status import Reason
+from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.result import CycleResult
+from phalanx.core.model.status import Reason
 
 CONFIG = SchedulerConfig(backoff_initial_seconds=10, backoff_max_seconds=30)
 

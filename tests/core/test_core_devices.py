@@ -9,12 +9,13 @@ from dataclasses import replace
 from core_builders import cycle, group, node, pod, racks, snapshot_of, topology
 
 from phalanx.core import GroupTopology, PodInfo
-from phalanx.core.device_choice import choose_devices
-from phalanx.core.devices import DeviceShare, device_usage
-from phalanx.core.model import SubGroupSpec
-from phalanx.core.names import GPU_MEMORY_LABEL
-from phalanx.core.result import Binding
-from phalanx.core.state import CycleState
+from phalanx.core.model.device_share import DeviceShare
+from phalanx.core.model.inputs import SubGroupSpec
+from phalanx.core.model.names import GPU_MEMORY_LABEL
+from phalanx.core.model.result import Binding
+from phalanx.core.placement.state import CycleState
+from phalanx.core.snapshot.device_choice import choose_devices
+from phalanx.core.snapshot.devices import device_usage
 
 
 def share(name: str, milli: int, **fields: object) -> PodInfo:
@@ -277,7 +278,7 @@ def test_a_fractional_preemptor_evicts_one_sharer_not_a_whole_gpu_pod() -> None:
 
 
 def test_gpu_memory_above_every_gpu_is_unresolvable_and_says_so() -> None:
-    from phalanx.core.status import StatusCode
+    from phalanx.core.model.status import StatusCode
 
     labelled = node("n", gpus=8, labels={GPU_MEMORY_LABEL: "40000"})
     result = cycle(labelled, pod("huge", gpus=0, gpu_memory=80000))
@@ -304,7 +305,7 @@ def test_gpu_memory_pods_count_against_the_queue_by_the_part_they_take() -> None
 
 
 def test_charged_gives_a_gpu_memory_pod_its_part_on_its_node_and_a_whole_gpu_before() -> None:
-    from phalanx.core.resources import charged
+    from phalanx.core.snapshot.resources import charged
 
     big = node("n", gpus=4, labels={GPU_MEMORY_LABEL: "80000"})
     placed = pod("p", gpus=0, gpu_memory=20000, node_name="n")
@@ -317,8 +318,8 @@ def test_a_running_fraction_taken_off_and_put_back_twice_keeps_its_device() -> N
     """Preemption trials take running pods off a node and put them back, once per
     candidate they confirm; each time they must return to the device they run on (a
     repacked copy would show a device free that is not, and a whole-GPU pod bound to it)."""
-    from phalanx.core.snapshot import ClusterIndex
-    from phalanx.core.state import CycleState
+    from phalanx.core.placement.state import CycleState
+    from phalanx.core.snapshot.picture import ClusterIndex
 
     held = [share("a", 500, node_name="n", gpu_devices=(0,)),
             share("b", 500, node_name="n", gpu_devices=(1,))]
@@ -361,7 +362,7 @@ def test_slots_remembered_by_device_content_follow_each_node_as_it_changes() -> 
     """`known_slots` is shared by nodes and cycles with the same devices: a fraction
     placed on one of two alike nodes changes that node's slots alone, and taking it off
     gives the first answer back; each answer is the one counted from the devices afresh."""
-    from phalanx.core.devices import slots
+    from phalanx.core.snapshot.devices import slots
 
     held = [share("a", 500, node_name="n1", gpu_devices=(0,)),
             share("b", 500, node_name="n2", gpu_devices=(0,))]
@@ -381,7 +382,7 @@ def test_new_fractional_shapes_count_each_node_as_its_devices_are_now() -> None:
     part and then brought up to date from the nodes listed or moved since: a shape asked
     after placements, a take-back and a node's devices being listed counts every node as
     `slots` counts it afresh."""
-    from phalanx.core.shapes import fit_count, shape_of
+    from phalanx.core.snapshot.shapes import fit_count, shape_of
 
     held = [share("a", 500, node_name="n1", gpu_devices=(0,)),
             pod("w", gpus=1, node_name="n3", gpu_devices=(0,))]

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import GroupInfo, NodeInfo, PodInfo, Snapshot, run_cycle
-from phalanx.core.devices import device_usage, overcommitted, pod_shares, take
-from phalanx.core.names import GPU, GPU_MEMORY_LABEL
-from phalanx.core.snapshot import with_bindings
+from phalanx.core.model.names import GPU, GPU_MEMORY_LABEL
+from phalanx.core.snapshot.devices import device_usage, overcommitted, pod_shares, take
+from phalanx.core.snapshot.picture import with_bindings
 
 MILLI = st.sampled_from((100, 200, 250, 300, 500, 700, 900))
 ASK = st.one_of(

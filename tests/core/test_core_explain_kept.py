@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from core_builders import node, pod, snapshot_of
 
-from phalanx.core.explain import node_histogram
-from phalanx.core.model import PodInfo
-from phalanx.core.shapes import Shape, shape_of
-from phalanx.core.snapshot import ClusterIndex
-from phalanx.core.state import CycleState
+from phalanx.core.explain.unplaced import node_histogram
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.placement.state import CycleState
+from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.shapes import Shape, shape_of
 
 NODES = [node("a", gpus=2, cpu=8), node("b", gpus=4, cpu=4, pods=3), node("c", gpus=8),
          node("d", gpus=0, cpu=16), node("e", gpus=2, cpu=8, unschedulable=True)]  # fmt: skip

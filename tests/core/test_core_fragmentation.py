@@ -9,9 +9,9 @@ from dataclasses import replace
 from core_builders import cycle, node, pod, snapshot_of
 
 from phalanx.core import NodeInfo, PodInfo
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.fragmentation import Profile, ShapeMix
-from phalanx.core.node_choice import (
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.placement.fragmentation import Profile, ShapeMix
+from phalanx.core.placement.node_choice import (
     CANDIDATES,
     ONE_GPU_CANDIDATES,
     PodAsk,
@@ -19,9 +19,9 @@ from phalanx.core.node_choice import (
     grade,
     least_fragmenting,
 )
-from phalanx.core.shapes import shape_of
-from phalanx.core.snapshot import ClusterIndex
-from phalanx.core.state import CycleState
+from phalanx.core.placement.state import CycleState
+from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.shapes import shape_of
 
 GI = 2**30
 

@@ -9,8 +9,8 @@ import pytest
 from core_builders import cycle, group, node, pod
 
 from phalanx.core import run_cycle, snapshot_from_objects
+from phalanx.core.model.status import Reason, StatusCode
 from phalanx.core.parse import parse_pod
-from phalanx.core.status import Reason, StatusCode
 
 GPU = "nvidia.com/gpu"
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from core_builders import HOST, node, pod, racks
 
 from phalanx.core import Snapshot
-from phalanx.core.gpus import domain_gpus, node_gpus
+from phalanx.core.snapshot.gpus import domain_gpus, node_gpus
 from phalanx.topology import TopologyLevel, TopologySpec
 
 SPEC = TopologySpec("default", (TopologyLevel("block", ("block",)),
@@ -88,7 +88,7 @@ def test_queue_usage_in_the_status_counts_the_part_a_gpu_memory_pod_takes() -> N
     from core_builders import group, snapshot_of
 
     from phalanx.core import QueueInfo
-    from phalanx.core.names import GPU_MEMORY_LABEL
+    from phalanx.core.model.names import GPU_MEMORY_LABEL
     from phalanx.operator.topology_status import allocated_by_queue
 
     big = node("n", gpus=4, labels={GPU_MEMORY_LABEL: "80000"})

@@ -8,9 +8,9 @@ from dataclasses import replace
 from core_builders import gang, node, pod
 
 from phalanx.core import PriorityClassInfo, Snapshot
-from phalanx.core.model import NodeInfo, PodInfo
-from phalanx.core.names import GPU_MEMORY_LABEL, GroupKey
-from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.model.inputs import NodeInfo, PodInfo
+from phalanx.core.model.names import GPU_MEMORY_LABEL, GroupKey
+from phalanx.core.snapshot.picture import ClusterIndex
 
 
 def members_equal(got: ClusterIndex, want: ClusterIndex) -> None:

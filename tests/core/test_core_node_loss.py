@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from core_builders import node, snapshot_of
 
-from phalanx.core.model import Taint, Toleration
-from phalanx.core.node_loss import LostNode, lost_message, lost_nodes
+from phalanx.core.admission.node_loss import LostNode, lost_message, lost_nodes
+from phalanx.core.model.inputs import Taint, Toleration
 
 
 def test_deleted_not_ready_and_no_execute_nodes_are_lost_others_not() -> None:

@@ -374,7 +374,7 @@ def test_invalid_pod_group_is_reported_as_an_error_decision() -> None:
 
 def test_global_default_priority_class_applies_to_pods_without_priority() -> None:
     from phalanx.core import PriorityClassInfo, Snapshot
-    from phalanx.core.model import PodInfo
+    from phalanx.core.model.inputs import PodInfo
 
     snapshot = Snapshot(
         pods=(PodInfo("ns", "p", {}), PodInfo("ns", "q", {}, priority_class_name="hi")),

@@ -32,7 +32,7 @@ from phalanx.core import (
     run_cycle,
     snapshot_from_objects,
 )
-from phalanx.core.names import (
+from phalanx.core.model.names import (
     GPU_INDEX_ANNOTATION,
     GPU_MEMORY_ANNOTATION,
     GPU_MEMORY_LABEL,

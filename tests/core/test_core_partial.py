@@ -9,7 +9,7 @@ from dataclasses import replace
 from core_builders import group, node, pod, snapshot_of
 
 from phalanx.core import CycleResult, SchedulerConfig, Snapshot, run_cycle
-from phalanx.core.names import GroupKey
+from phalanx.core.model.names import GroupKey
 from phalanx.core.parse import parse_pod, parse_pod_group
 
 KEY = GroupKey("default/g")

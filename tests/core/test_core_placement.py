@@ -17,7 +17,7 @@ from core_builders import (
 )
 
 from phalanx.core import GroupTopology, SchedulerConfig, StatusCode, SubGroupSpec
-from phalanx.core.model import RoleSpec
+from phalanx.core.model.inputs import RoleSpec
 
 RACKS = topology("default", "rack", "host")
 BLOCKS = topology("default", "block", "rack", "host")

@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 from core_builders import cycle, decision, node, nodes_of, pod
 
-from phalanx.core.model import (
+from phalanx.core.model.inputs import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Taint,
     Toleration,
 )
-from phalanx.core.predicates import matches_requirement, tolerates
+from phalanx.core.snapshot.predicates import matches_requirement, tolerates
 
 
 def req(operator: str, *values: str) -> NodeSelectorRequirement:
@@ -169,8 +169,8 @@ def test_equal_pods_share_one_shape_object_equal_to_a_fresh_one() -> None:
     """Shapes key the cycle's caches, found by identity when equal pods share one object
     (`shapes._interned`); the shared object is the shape the pod's fields make, and a pod
     that asks differently gets its own."""
-    from phalanx.core.predicates import NO_CONSTRAINTS, constraints_of
-    from phalanx.core.shapes import Shape, request_items, shape_of
+    from phalanx.core.snapshot.predicates import NO_CONSTRAINTS, constraints_of
+    from phalanx.core.snapshot.shapes import Shape, request_items, shape_of
 
     first, second = pod("a", cpu=3, gpu_milli=250, gpus=0), pod("b", cpu=3, gpu_milli=250, gpus=0)
     assert shape_of(first) is shape_of(second)

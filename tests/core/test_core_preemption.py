@@ -18,7 +18,7 @@ from phalanx.core import (
     Snapshot,
     run_cycle,
 )
-from phalanx.core.model import GroupInfo, NodeInfo
+from phalanx.core.model.inputs import GroupInfo, NodeInfo
 
 HIGH = PriorityClassInfo("high", 1000)
 LOW = PriorityClassInfo("low", 0)

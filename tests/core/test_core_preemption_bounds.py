@@ -12,15 +12,15 @@ from core_builders import racks, snapshot_of, topology
 from test_core_preemption import running_gang, waiting_gang
 
 from phalanx.core import PriorityClassInfo, QueueInfo, SchedulerConfig
-from phalanx.core.admission import seed_ledger
-from phalanx.core.members import build_works
-from phalanx.core.placement import GangRequest
+from phalanx.core.admission.admit import seed_ledger
+from phalanx.core.admission.members import build_works
+from phalanx.core.model.status import Problem, Reason, StatusCode
+from phalanx.core.placement.gang import GangRequest
+from phalanx.core.placement.routes import Route, route_of
+from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.cycle import Failure, Preemptions
 from phalanx.core.preemption.find import Finder
-from phalanx.core.routes import Route, route_of
-from phalanx.core.shapes import demand_of
-from phalanx.core.state import CycleState
-from phalanx.core.status import Problem, Reason, StatusCode
+from phalanx.core.snapshot.shapes import demand_of
 
 HIGH = PriorityClassInfo("high", 1000)
 LOW = PriorityClassInfo("low", 0)

@@ -32,7 +32,7 @@ from phalanx.core import (
     TopologySpec,
     run_cycle,
 )
-from phalanx.core.members import build_works
+from phalanx.core.admission.members import build_works
 from phalanx.core.preemption.rules import Claim
 from phalanx.core.preemption.units import Unit, build_units, priority_bounds
 

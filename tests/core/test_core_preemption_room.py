@@ -16,11 +16,11 @@ from dataclasses import replace
 from core_builders import node, pod, snapshot_of
 
 from phalanx.core import PodInfo
-from phalanx.core.placement import GangRequest, place_gang
+from phalanx.core.placement.gang import GangRequest, place_gang
+from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.room import DomainRoom
 from phalanx.core.preemption.units import Unit, build_units
-from phalanx.core.shapes import demand_of, shape_of
-from phalanx.core.state import CycleState
+from phalanx.core.snapshot.shapes import demand_of, shape_of
 from phalanx.topology.tree import ROOT, ROOT_LEVEL
 
 

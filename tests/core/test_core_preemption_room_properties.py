@@ -22,12 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import NodeInfo, PodInfo
-from phalanx.core.devices import device_usage, owned_whole_free, whole_devices, whole_free
+from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.room import DomainRoom, KeptRoom
 from phalanx.core.preemption.search import _prune
 from phalanx.core.preemption.units import Unit, build_units
-from phalanx.core.shapes import demand_of, shape_of
-from phalanx.core.state import CycleState
+from phalanx.core.snapshot.devices import device_usage, owned_whole_free, whole_devices, whole_free
+from phalanx.core.snapshot.shapes import demand_of, shape_of
 from phalanx.topology.tree import ROOT
 
 KIND = st.one_of(

@@ -21,7 +21,7 @@ from phalanx.core import (
     TopologySpec,
     run_cycle,
 )
-from phalanx.core.model import Taint
+from phalanx.core.model.inputs import Taint
 
 LEVELS = ("block", "rack", "host")
 SPEC = TopologySpec(
@@ -230,7 +230,7 @@ def test_fit_counts_of_columns_are_fit_count_on_every_node(
     """The column form (one pass for two resources, a pass per resource otherwise)
     counts each node as `fit_count` does, held nodes (pods far below zero) and
     over-committed ones (negative free) included."""
-    from phalanx.core.shapes import fit_count, fit_counts_of_columns
+    from phalanx.core.snapshot.shapes import fit_count, fit_counts_of_columns
 
     names = ("a", "b", "c")[: len(amounts)]
     requests = tuple(zip(names, amounts, strict=True))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.core.quantity import (
+from phalanx.core.model.quantity import (
     MAX_INT32,
     QuantityError,
     parse_int64,

@@ -17,17 +17,17 @@ from functools import partial
 from core_builders import group, node, pod, snapshot_of
 
 from phalanx.core import PriorityClassInfo, SchedulerConfig
-from phalanx.core.admission import seed_ledger
-from phalanx.core.members import GroupWork, build_works
-from phalanx.core.placement import GangRequest
+from phalanx.core.admission.admit import seed_ledger
+from phalanx.core.admission.members import GroupWork, build_works
+from phalanx.core.model.status import Problem, Reason, StatusCode
+from phalanx.core.placement.gang import GangRequest
+from phalanx.core.placement.routes import Route, route_of
+from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.cycle import Failure, Preemptions
 from phalanx.core.preemption.find import Finder, Found
 from phalanx.core.preemption.units import build_units, priority_bounds
-from phalanx.core.routes import Route, route_of
-from phalanx.core.shapes import demand_of
-from phalanx.core.snapshot import ClusterIndex
-from phalanx.core.state import CycleState
-from phalanx.core.status import Problem, Reason, StatusCode
+from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.shapes import demand_of
 
 LOW = PriorityClassInfo("low", 0)
 NO_ROOM = Problem(StatusCode.UNSCHEDULABLE, Reason.NO_DOMAIN_FITS, "no room")

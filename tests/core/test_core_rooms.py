@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phalanx.core.rooms import RoomIndex
+from phalanx.core.placement.rooms import RoomIndex
 
 rooms_st = st.lists(st.integers(min_value=0, max_value=9), min_size=1, max_size=40)
 moves_st = st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 9)), max_size=30)

@@ -1,5 +1,5 @@
 """A group that runs with nothing to place keeps its work and decision from the previous
-cycle's index (`phalanx.core.members.Settled`) only while its PodGroup, its pods'
+cycle's index (`phalanx.core.admission.members.Settled`) only while its PodGroup, its pods'
 summary and the config are the very same objects: the result always equals a cycle
 without the previous index."""
 
@@ -10,9 +10,9 @@ from dataclasses import replace
 from core_builders import group, node, pod
 
 from phalanx.core import CycleResult, GroupDecision, SchedulerConfig, Snapshot, run_cycle
-from phalanx.core.model import GroupInfo, PodInfo
-from phalanx.core.names import GroupKey
-from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.model.inputs import GroupInfo, PodInfo
+from phalanx.core.model.names import GroupKey
+from phalanx.core.snapshot.picture import ClusterIndex
 
 A = GroupKey("default/a")
 CONFIG = SchedulerConfig()
@@ -82,7 +82,7 @@ def test_another_config_decides_again() -> None:
 def test_a_group_held_by_its_backoff_is_not_given_the_kept_decision() -> None:
     pods, groups = running("a", 2), [group("a", 2)]
     first, _ = cycle(pods, groups)
-    from phalanx.core.backoff import Backoff
+    from phalanx.core.model.backoff import Backoff
 
     held = {A: Backoff(60.0, 70.0)}
     again = run_cycle(Snapshot(nodes=[node("n1"), node("n2")], pods=pods, groups=groups,

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from phalanx.core import InvalidObject, run_cycle, snapshot_from_objects
-from phalanx.core.names import UPSTREAM_API_GROUP
+from phalanx.core.model.names import UPSTREAM_API_GROUP
+from phalanx.core.model.result import CycleResult
 from phalanx.core.parse import parse_pod_group
-from phalanx.core.result import CycleResult
 
 GPU = "nvidia.com/gpu"
 LEAF = "network.topology.nvidia.com/leaf"

@@ -7,7 +7,7 @@ from dataclasses import replace
 from core_builders import GPU, gang, node, snapshot_of
 
 from phalanx.core import run_cycle
-from phalanx.core.snapshot import with_bindings
+from phalanx.core.snapshot.picture import with_bindings
 
 
 def test_bindings_applied_match_a_snapshot_taken_after_they_land() -> None:

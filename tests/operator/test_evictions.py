@@ -10,8 +10,8 @@ from typing import Any
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 
 from phalanx.config import EvictionMode, Preemption, Settings
-from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
+from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.parse import parse_pod_group, snapshot_from_objects
 from phalanx.kubectl.explain import explain_group
 from phalanx.operator.cache import ClusterCache

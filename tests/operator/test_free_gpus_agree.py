@@ -1,4 +1,4 @@
-"""Free GPUs per domain have one definition (`phalanx.core.gpus`): the NetworkTopology
+"""Free GPUs per domain have one definition (`phalanx.core.snapshot.gpus`): the NetworkTopology
 status the operator writes, `kubectl phalanx topology` and the core say the same numbers
 on a cluster with a cordoned node, a NotReady node and a busy one."""
 
@@ -12,8 +12,8 @@ from operator_fakes import FakeApi, settled_cycle
 from deploy.objects import Obj, node, pod, topology
 from deploy.test_kubectl_plugin import FakeKubectl
 from phalanx.config import Settings
-from phalanx.core.gpus import domain_gpus
 from phalanx.core.parse import snapshot_from_objects
+from phalanx.core.snapshot.gpus import domain_gpus
 from phalanx.kubectl import main as plugin
 from phalanx.operator.cache import ClusterCache
 from phalanx.operator.scheduler import Scheduler

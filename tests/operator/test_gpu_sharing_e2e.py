@@ -25,9 +25,9 @@ from operator_e2e import (
 )
 
 from phalanx.cluster import LocalCluster
-from phalanx.core.devices import device_usage
-from phalanx.core.names import GPU
+from phalanx.core.model.names import GPU
 from phalanx.core.parse import parse_node, parse_pod
+from phalanx.core.snapshot.devices import device_usage
 
 pytestmark = pytest.mark.e2e
 INDEX = "scheduling.phalanx.io/gpu-index"

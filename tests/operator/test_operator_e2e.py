@@ -29,7 +29,7 @@ from operator_e2e import (
 )
 
 from phalanx.cluster import LocalCluster
-from phalanx.core.names import GPU_INDEX_ANNOTATION
+from phalanx.core.model.names import GPU_INDEX_ANNOTATION
 from phalanx.operator.main import Operator
 
 pytestmark = pytest.mark.e2e

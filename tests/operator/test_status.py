@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from operator_fakes import podgroup
 
-from phalanx.core.backoff import Backoff
-from phalanx.core.result import GroupDecision, Placement, PodCounts
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.result import GroupDecision, Placement, PodCounts
+from phalanx.core.model.status import Reason, StatusCode
 from phalanx.operator.compose import differs, group_phase, podgroup_status, queue_status
 
 TWO_PENDING = PodCounts(pending=2)

@@ -6,9 +6,9 @@ from typing import Any
 
 from operator_fakes import FakeApi
 
-from phalanx.core.names import GroupKey
-from phalanx.core.result import GroupDecision
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.model.names import GroupKey
+from phalanx.core.model.result import GroupDecision
+from phalanx.core.model.status import Reason, StatusCode
 from phalanx.operator.events import EventRecorder
 from phalanx.operator.upstream_status import released_status, upstream_report
 

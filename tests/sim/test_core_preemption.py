@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from phalanx.core.eviction import Eviction, EvictionReason
-from phalanx.core.model import PREEMPT_NEVER
-from phalanx.core.names import GPU, GroupKey, PodKey
-from phalanx.core.nomination import PREEMPTING, Nomination
-from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.model.eviction import Eviction, EvictionReason
+from phalanx.core.model.inputs import PREEMPT_NEVER
+from phalanx.core.model.names import GPU, GroupKey, PodKey
+from phalanx.core.model.nomination import PREEMPTING, Nomination
+from phalanx.core.model.result import CycleResult, GroupDecision
+from phalanx.core.model.status import Reason, StatusCode
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import SimQueue
 from phalanx.sim.policies.core_policy import CorePolicy

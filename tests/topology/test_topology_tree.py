@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 from core_builders import HOST, cycle, decision, gang, node, nodes_of, racks, topology
 
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.model.status import Reason, StatusCode
 from phalanx.topology import TopologyLevel, TopologySpec, build_tree, tree_for
 from phalanx.topology.tree import ROOT, DomainTree, missing_label_marker
 

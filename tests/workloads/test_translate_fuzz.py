@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from crd_schema import validate
 from object_mutations import check_single_edits, fuzz_settings, load_examples, mutants
 from phalanx.core import InvalidObject
-from phalanx.core.names import GANG_SCOPE_ANNOTATION, MIN_MEMBER_ANNOTATION, QUEUE_KEY
+from phalanx.core.model.names import GANG_SCOPE_ANNOTATION, MIN_MEMBER_ANNOTATION, QUEUE_KEY
 from phalanx.core.parse import parse_pod_group
 from phalanx.workloads import WORKLOAD_KINDS, pod_groups_for
 

@@ -18,11 +18,11 @@ from typing import Any
 import yaml
 
 from phalanx.core.cycle import run_cycle
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.errors import InvalidObject
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.result import Binding, CycleResult
 from phalanx.core.parse import snapshot_from_objects
-from phalanx.core.result import Binding, CycleResult
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.snapshot.picture import Snapshot
 
 INVALID_INPUT = 2
 

@@ -37,7 +37,7 @@ import yaml
 
 from phalanx.cluster import labels
 from phalanx.cluster.lingjun import read_lingjun_hosts
-from phalanx.core.names import GROUP_VERSION
+from phalanx.core.model.names import GROUP_VERSION
 
 API_VERSION = GROUP_VERSION
 SOURCES = ("lingjun",)

@@ -6,7 +6,7 @@ GPU Feature Discovery sets the `nvidia.com/gpu.*` labels, NVIDIA topograph the
 
 from __future__ import annotations
 
-from phalanx.core.names import GPU, HOSTNAME_LABEL
+from phalanx.core.model.names import GPU, HOSTNAME_LABEL
 
 HOSTNAME = HOSTNAME_LABEL
 GPU_RESOURCE = GPU

@@ -25,8 +25,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.names import DNS_LABEL, DNS_LABEL_MAX
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.names import DNS_LABEL, DNS_LABEL_MAX
 
 ENV_PREFIX = "PHALANX_"
 ENV_NESTED_DELIMITER = "__"
@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     backoff_max_seconds: float = Field(default=300.0, gt=0)
     default_topology: str = Field(default="default", min_length=1)
     # A level name: while a node is NotReady, gangs not yet placed keep out of its domain
-    # of that level (core/near_not_ready.py). None: off.
+    # of that level (core/placement/near_not_ready.py). None: off.
     avoid_not_ready_level: str | None = Field(default=None, min_length=1)
     create_default_queue: bool = True
     scoring: Scoring = Scoring()

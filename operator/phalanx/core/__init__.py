@@ -4,11 +4,11 @@ Entry points: `phalanx.core.parse.snapshot_from_objects` (Kubernetes dicts) or
 `Snapshot(...)` (typed dataclasses), then `phalanx.core.cycle.run_cycle`.
 """
 
-from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
-from phalanx.core.errors import InvalidObject
-from phalanx.core.eviction import Eviction, EvictionReason
-from phalanx.core.model import (
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.eviction import Eviction, EvictionReason
+from phalanx.core.model.inputs import (
     GroupInfo,
     GroupTopology,
     NodeInfo,
@@ -24,13 +24,13 @@ from phalanx.core.model import (
     TopologyLevel,
     TopologySpec,
 )
-from phalanx.core.names import GroupKey, NodeName, PodKey
-from phalanx.core.nomination import Nomination
+from phalanx.core.model.names import GroupKey, NodeName, PodKey
+from phalanx.core.model.nomination import Nomination
+from phalanx.core.model.quantity import parse_quantity
+from phalanx.core.model.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
+from phalanx.core.model.status import Exclusion, Reason, StatusCode
 from phalanx.core.parse import snapshot_from_objects
-from phalanx.core.quantity import parse_quantity
-from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
-from phalanx.core.snapshot import Snapshot
-from phalanx.core.status import Exclusion, Reason, StatusCode
+from phalanx.core.snapshot.picture import Snapshot
 
 __all__ = [
     "Binding",

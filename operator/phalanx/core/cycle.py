@@ -7,26 +7,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from phalanx.core.admission import OverCapability, admit, seed_ledger
-from phalanx.core.backoff import is_held, next_backoff
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.explain import explain
-from phalanx.core.members import GroupWork, Problem, Settled, build_works
-from phalanx.core.model import PodInfo
-from phalanx.core.names import GroupKey, NodeName
-from phalanx.core.near_not_ready import avoiding
-from phalanx.core.nomination import Nomination
-from phalanx.core.partial import release_partial
-from phalanx.core.placement import GangPlacement, GangRequest, place_gang
+from phalanx.core.admission.admit import OverCapability, admit, seed_ledger
+from phalanx.core.admission.members import GroupWork, Problem, Settled, build_works
+from phalanx.core.admission.partial import release_partial
+from phalanx.core.admission.queues import QueueLedger
+from phalanx.core.explain.unplaced import explain
+from phalanx.core.model.backoff import is_held, next_backoff
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import GroupKey, NodeName
+from phalanx.core.model.nomination import Nomination
+from phalanx.core.model.result import Binding, CycleResult, GroupDecision, Placement
+from phalanx.core.model.status import Reason, StatusCode
+from phalanx.core.placement.gang import GangPlacement, GangRequest, place_gang
+from phalanx.core.placement.near_not_ready import avoiding
+from phalanx.core.placement.routes import Route, route_of
+from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.cycle import Failure, Preemptions
-from phalanx.core.queues import QueueLedger
-from phalanx.core.resources import charged
-from phalanx.core.result import Binding, CycleResult, GroupDecision, Placement
-from phalanx.core.routes import Route, route_of
-from phalanx.core.shapes import Shape, demand_of
-from phalanx.core.snapshot import Snapshot
-from phalanx.core.state import CycleState
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.snapshot.picture import Snapshot
+from phalanx.core.snapshot.resources import charged
+from phalanx.core.snapshot.shapes import Shape, demand_of
 from phalanx.topology.tree import ROOT_LEVEL
 
 

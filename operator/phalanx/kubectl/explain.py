@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phalanx.core.members import GroupWork, build_works
-from phalanx.core.names import GPU, GroupKey, key_of
-from phalanx.core.resources import format_resources, total_of
-from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.admission.members import GroupWork, build_works
+from phalanx.core.model.names import GPU, GroupKey, key_of
+from phalanx.core.model.result import CycleResult, GroupDecision
+from phalanx.core.snapshot.picture import Snapshot
+from phalanx.core.snapshot.resources import format_resources, total_of
 from phalanx.kubectl.queues import QueueRow, queue_rows, usage_cell
 from phalanx.observe.gpu_usage import gpu_usage
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.names import API_GROUP as GROUP
+from phalanx.core.model.names import API_GROUP as GROUP
 
 CLUSTER_KINDS = (
     "nodes",

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
+from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.parse import snapshot_from_objects
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.snapshot.picture import Snapshot
 from phalanx.kubectl.fetch import (
     Kubectl,
     PluginError,

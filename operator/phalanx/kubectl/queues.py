@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from phalanx.core.admission import seed_ledger
-from phalanx.core.members import build_works
-from phalanx.core.names import CPU, GPU, MEMORY
-from phalanx.core.resources import format_amount
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.admission.admit import seed_ledger
+from phalanx.core.admission.members import build_works
+from phalanx.core.model.names import CPU, GPU, MEMORY
+from phalanx.core.snapshot.picture import Snapshot
+from phalanx.core.snapshot.resources import format_amount
 from phalanx.kubectl.table import format_table
 
 COLUMNS = ((GPU, "GPUS"), (CPU, "CPU"), (MEMORY, "MEMORY"))

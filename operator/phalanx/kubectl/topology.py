@@ -1,7 +1,7 @@
 """`kubectl phalanx topology`: the domain tree with free and total GPUs per domain.
 
 The tree is the scheduler's own (`phalanx.topology` over the live nodes); the counts are
-`phalanx.core.gpus`, the same the NetworkTopology status reports: free GPUs count only
+`phalanx.core.snapshot.gpus`, the same the NetworkTopology status reports: free GPUs count only
 nodes that take pods, exactly what placement sees. A "whole-free" node has all its GPUs
 free: the count a whole-node job cares about. GPUs that fractional pods share are
 "fragmented": not free (no whole-GPU pod can use them), with the part still free on them
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phalanx.core.gpus import MILLI, DomainGpus, domain_gpus
-from phalanx.core.names import HOSTNAME_LABEL
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.model.names import HOSTNAME_LABEL
+from phalanx.core.snapshot.gpus import MILLI, DomainGpus, domain_gpus
+from phalanx.core.snapshot.picture import Snapshot
 from phalanx.topology.tree import ROOT, DomainTree
 
 

@@ -3,7 +3,7 @@
 `free_unusable_whole_node` measures fragmentation: free GPUs on nodes that already run
 something, which a job asking for whole nodes cannot use. Nodes that are not ready or are
 cordoned offer no free GPUs at all; their GPUs still count as allocated if pods use them
-(`phalanx.core.gpus`, the one definition). Fractions are kept here: the gauges add up
+(`phalanx.core.snapshot.gpus`, the one definition). Fractions are kept here: the gauges add up
 milli-GPUs, where the topology counts whole free GPUs per node: the free parts of GPUs
 that fractional pods share count here as free (on a partly busy node).
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.gpus import MILLI, gpus_at, takes_pods
-from phalanx.core.names import GPU
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.model.names import GPU
+from phalanx.core.snapshot.gpus import MILLI, gpus_at, takes_pods
+from phalanx.core.snapshot.picture import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

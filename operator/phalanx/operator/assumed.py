@@ -11,9 +11,9 @@ import dataclasses
 import math
 from collections.abc import Iterator, Mapping
 
-from phalanx.core.model import PodInfo
+from phalanx.core.model.inputs import PodInfo
 from phalanx.core.parse.gpu_share import parse_gpu_index
-from phalanx.core.snapshot import bound_on
+from phalanx.core.snapshot.picture import bound_on
 from phalanx.operator.cache import Body
 
 

@@ -10,7 +10,7 @@ next status write removes the plan.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
 final. Those pods stay bound and count as placed members; the next cycles place the
-missing ones (all at once), and the core (core/partial.py) releases a partial gang whose
+missing ones (all at once), and the core (core/admission/partial.py) releases a partial gang whose
 pods have a controller if it stays partial past its deadline.
 """
 
@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
-from phalanx.core.names import GPU_INDEX_ANNOTATION
+from phalanx.core.model.names import GPU_INDEX_ANNOTATION
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body
 from phalanx.operator.gates import ungate_patch

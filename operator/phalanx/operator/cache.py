@@ -15,8 +15,8 @@ import enum
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from phalanx.core.errors import InvalidObject
-from phalanx.core.names import UPSTREAM_API_GROUP
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.names import UPSTREAM_API_GROUP
 from phalanx.core.parse.objects import PARSERS, Parser, parse_object
 from phalanx.workloads import kind_of
 

@@ -24,12 +24,12 @@ import dataclasses
 from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from phalanx.config.settings import Mode
-from phalanx.core.backoff import Backoff
-from phalanx.core.errors import InvalidObject
-from phalanx.core.model import PodInfo
-from phalanx.core.names import GANG_GATE, SCHEDULER_NAME, GroupKey
+from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import GANG_GATE, SCHEDULER_NAME, GroupKey
 from phalanx.core.parse.objects import assemble_snapshot
-from phalanx.core.snapshot import ClusterIndex, Snapshot
+from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body, ClusterCache, Entry, Kind, View
 from phalanx.operator.evictions import EvictionBook

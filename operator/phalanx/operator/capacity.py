@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.names import GPU
-from phalanx.core.result import Binding
-from phalanx.core.snapshot import Snapshot, with_bindings
+from phalanx.core.model.names import GPU
+from phalanx.core.model.result import Binding
+from phalanx.core.snapshot.picture import Snapshot, with_bindings
 from phalanx.observe.gpu_usage import GpuUsage, gpu_usage
 from phalanx.operator.topology_status import allocated_by_queue, topology_status
 from phalanx.topology.gaps import LevelGap, level_gaps

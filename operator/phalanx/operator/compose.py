@@ -15,11 +15,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.node_loss import LostNode, lost_message
-from phalanx.core.nomination import Nomination
-from phalanx.core.result import GroupDecision, Placement
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.admission.node_loss import LostNode, lost_message
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.nomination import Nomination
+from phalanx.core.model.result import GroupDecision, Placement
+from phalanx.core.model.status import Reason, StatusCode
 from phalanx.operator.cache import Body
 from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
 from phalanx.operator.evictor import VictimsEvicted

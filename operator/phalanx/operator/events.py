@@ -14,7 +14,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.names import COMPONENT, GROUP_VERSION
+from phalanx.core.model.names import COMPONENT, GROUP_VERSION
 from phalanx.operator.cache import Body
 from phalanx.operator.kube.client import Api
 

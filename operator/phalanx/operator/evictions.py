@@ -15,8 +15,8 @@ import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 
-from phalanx.core.eviction import Eviction
-from phalanx.core.model import PodInfo
+from phalanx.core.model.eviction import Eviction
+from phalanx.core.model.inputs import PodInfo
 from phalanx.operator.cache import Body
 from phalanx.operator.pods import is_deleting
 

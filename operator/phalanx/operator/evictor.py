@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from phalanx.config import EvictionMode
-from phalanx.core.eviction import Eviction, EvictionReason
-from phalanx.core.names import COMPONENT, GroupKey
+from phalanx.core.model.eviction import Eviction, EvictionReason
+from phalanx.core.model.names import COMPONENT, GroupKey
 from phalanx.operator.cache import Body
 from phalanx.operator.events import MAX_MESSAGE, timestamp
 from phalanx.operator.kube.client import Api, Reply, pod_path

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.names import GANG_GATE, GPU_INDEX_ANNOTATION
+from phalanx.core.model.names import GANG_GATE, GPU_INDEX_ANNOTATION
 from phalanx.operator.cache import Body
 
 

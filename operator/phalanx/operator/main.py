@@ -13,7 +13,7 @@ import structlog
 from kubernetes_asyncio import client as k8s
 
 from phalanx.config import Settings
-from phalanx.core.names import DEFAULT_QUEUE, GROUP_VERSION
+from phalanx.core.model.names import DEFAULT_QUEUE, GROUP_VERSION
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.result import CycleResult
+from phalanx.core.model.result import CycleResult
 from phalanx.operator.cache import Body, object_key
 from phalanx.operator.compose import differs, nominated_status
 

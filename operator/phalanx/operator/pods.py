@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from phalanx.core.names import GANG_GATE, SCHEDULER_NAME
+from phalanx.core.model.names import GANG_GATE, SCHEDULER_NAME
 from phalanx.operator.cache import Body
 
 

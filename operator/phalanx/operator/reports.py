@@ -14,9 +14,9 @@ from typing import Any
 
 import structlog
 
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.status import Reason
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.result import CycleResult, GroupDecision
+from phalanx.core.model.status import Reason
 from phalanx.observe.logging import group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.operator.cache import Body, object_key

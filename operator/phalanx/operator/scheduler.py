@@ -19,17 +19,17 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from phalanx.config import Settings
-from phalanx.core.backoff import Backoff
+from phalanx.core.admission.node_loss import lost_nodes
 from phalanx.core.cycle import run_cycle
-from phalanx.core.eviction import Eviction
-from phalanx.core.gpus import MILLI
-from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
-from phalanx.core.node_loss import lost_nodes
+from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.eviction import Eviction
+from phalanx.core.model.names import DEFAULT_QUEUE, GPU, GroupKey
+from phalanx.core.model.quantity import whole_number
+from phalanx.core.model.result import CycleResult, GroupDecision
 from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
-from phalanx.core.quantity import whole_number
-from phalanx.core.result import CycleResult, GroupDecision
-from phalanx.core.snapshot import ClusterIndex, Snapshot
+from phalanx.core.snapshot.gpus import MILLI
+from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.observe.gc_pauses import recorded_pauses
 from phalanx.observe.logging import cycle_context, group_context

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.gpus import DomainGpus, domain_gpus
-from phalanx.core.names import GroupKey, key_of
-from phalanx.core.resources import charged, format_amount
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.model.names import GroupKey, key_of
+from phalanx.core.snapshot.gpus import DomainGpus, domain_gpus
+from phalanx.core.snapshot.picture import Snapshot
+from phalanx.core.snapshot.resources import charged, format_amount
 from phalanx.topology.tree import DomainTree
 
 
@@ -33,7 +33,7 @@ def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
 def topology_status(
     snapshot: Snapshot, name: str, hosts: bool = False
 ) -> dict[str, Any] | None:
-    """The domain tree with node and GPU counts (total and free, `phalanx.core.gpus`)
+    """The domain tree with node and GPU counts (total and free, `phalanx.core.snapshot.gpus`)
     per domain, except a host level (`listed_domains`) unless `hosts` (only for
     `bench.topology_status_size`, which measures what leaving them out saves)."""
     index = snapshot.index

@@ -8,7 +8,7 @@ fewer than minCount pods exist. Phalanx writes the same, so whatever reads that
 condition sees Phalanx's gangs as it sees kube-scheduler's; the Events carry Phalanx's
 own reason (NoDomainFits, QueueCapability, ...). One exception to "never back to False":
 a gang left partly placed past its deadline whose placed pods Phalanx deleted
-(`phalanx.core.partial`) is no longer scheduled, and says so (`released_status`);
+(`phalanx.core.admission.partial`) is no longer scheduled, and says so (`released_status`);
 kube-scheduler has no such release (its gang waits at Permit, bound nothing, and times
 out), so its `Unschedulable` reason is the one that fits. Pure: no clock reads, no I/O.
 """
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.result import GroupDecision
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.model.result import GroupDecision
+from phalanx.core.model.status import Reason, StatusCode
 from phalanx.operator.cache import Body
 from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
 

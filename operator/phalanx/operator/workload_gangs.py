@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 import structlog
 
-from phalanx.core.errors import InvalidObject
+from phalanx.core.model.errors import InvalidObject
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
 from phalanx.operator.events import Event
 from phalanx.operator.kube.client import group_path

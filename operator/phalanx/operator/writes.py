@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from phalanx.config import EvictionMode
-from phalanx.core.names import COMPONENT
+from phalanx.core.model.names import COMPONENT
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.background import BackgroundWrites
 from phalanx.operator.binder import GangBinder, GangWritten

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from phalanx.core.model import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm
-from phalanx.core.names import GPU_PRODUCT_LABEL
-from phalanx.core.predicates import matches_term
+from phalanx.core.model.inputs import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm
+from phalanx.core.model.names import GPU_PRODUCT_LABEL
+from phalanx.core.snapshot.predicates import matches_term
 from phalanx.sim.model import JobSpec, SimCluster
 from phalanx.sim.state import BoolArray
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from phalanx.core.device_choice import DEVICE
+from phalanx.core.model.device_share import DEVICE
 from phalanx.sim.clock import VirtualClock
 from phalanx.sim.events import Event, EventKind, EventQueue
 from phalanx.sim.jobrun import JobRun

@@ -1,7 +1,7 @@
 """Mutable free capacity of the simulated nodes (the engine's bookkeeping).
 
 Arrays indexed like `SimCluster.nodes`, so policies can score every node with
-one vectorised expression. GPUs are devices, as in the core (`phalanx.core.devices`):
+one vectorised expression. GPUs are devices, as in the core (`phalanx.core.snapshot.devices`):
 `used[node, i]` is the milli of device i its pods hold. A pod's GPU ask is one number,
 `milli`: k x 1000 for k whole GPUs, which take devices nothing holds; 1..999 for part of
 one device, shared with other such pods; 0 for none. Rows are padded to the largest node
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from phalanx.core.device_choice import DEVICE
+from phalanx.core.model.device_share import DEVICE
 from phalanx.sim.model import SimCluster
 
 IntArray = npt.NDArray[np.int64]

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.names import GANG_SCOPE_ANNOTATION, MIN_MEMBER_ANNOTATION
+from phalanx.core.model.names import GANG_SCOPE_ANNOTATION, MIN_MEMBER_ANNOTATION
+from phalanx.core.model.quantity import MAX_INT32, whole_number
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.membership import TRAINER_NODE_JOB
-from phalanx.core.quantity import MAX_INT32, whole_number
 
 PER_REPLICATED_JOB = "replicated-job"
 MAX_LWS_GROUPS = 150_000

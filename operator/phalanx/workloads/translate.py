@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from phalanx.core.names import (
+from phalanx.core.model.names import (
     COMPONENT,
     GROUP_VERSION,
     KUEUE_PREFERRED_ANNOTATION,
@@ -19,6 +19,7 @@ from phalanx.core.names import (
     MANAGED_BY_LABEL,
     QUEUE_KEY,
 )
+from phalanx.core.model.quantity import MAX_INT32
 from phalanx.core.parse.annotations import (
     GroupAnnotations,
     annotation_field,
@@ -26,7 +27,6 @@ from phalanx.core.parse.annotations import (
 )
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.membership import workload_group_name
-from phalanx.core.quantity import MAX_INT32
 from phalanx.workloads.gangs import (
     Gang,
     job_gangs,

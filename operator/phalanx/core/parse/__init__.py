@@ -1,6 +1,6 @@
 """Parsing Kubernetes objects (dicts as the API server returns them) into core types."""
 
-from phalanx.core.errors import InvalidObject
+from phalanx.core.model.errors import InvalidObject
 from phalanx.core.parse.group import parse_pod_group
 from phalanx.core.parse.node import parse_node
 from phalanx.core.parse.objects import flatten, snapshot_from_objects

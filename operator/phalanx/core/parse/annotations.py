@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from phalanx.core.model import SubGroupSpec
-from phalanx.core.names import (
+from phalanx.core.model.inputs import SubGroupSpec
+from phalanx.core.model.names import (
     DNS_LABEL,
     DNS_LABEL_MAX,
     NETWORK_TOPOLOGY_ANNOTATION,
@@ -23,8 +23,8 @@ from phalanx.core.names import (
     SUBGROUP_LEVEL_ANNOTATION,
     SUBGROUP_SIZE_ANNOTATION,
 )
+from phalanx.core.model.quantity import MAX_INT32, whole_number
 from phalanx.core.parse.fields import Reader
-from phalanx.core.quantity import MAX_INT32, whole_number
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
-from phalanx.core.errors import InvalidObject
-from phalanx.core.quantity import MAX_INT32, QuantityError, parse_quantity
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.quantity import MAX_INT32, QuantityError, parse_quantity
 
 
 class Reader:

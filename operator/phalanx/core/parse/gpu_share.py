@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.names import (
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.names import (
     GPU,
     GPU_FRACTION_ANNOTATION,
     GPU_INDEX_ANNOTATION,
@@ -24,8 +24,8 @@ from phalanx.core.names import (
     KAI_GPU_FRACTION_ANNOTATION,
     KAI_GPU_MEMORY_ANNOTATION,
 )
+from phalanx.core.model.quantity import MAX_INT32, QuantityError, parse_quantity, whole_number
 from phalanx.core.parse.annotations import annotation_field
-from phalanx.core.quantity import MAX_INT32, QuantityError, parse_quantity, whole_number
 
 MIB = 2**20
 

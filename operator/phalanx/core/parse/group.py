@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
-from phalanx.core.names import DEFAULT_QUEUE, DEFAULT_TOPOLOGY
+from phalanx.core.model.inputs import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
+from phalanx.core.model.names import DEFAULT_QUEUE, DEFAULT_TOPOLOGY
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.nominated import read_nomination
 from phalanx.core.parse.reported import read_phase, read_placed_nodes

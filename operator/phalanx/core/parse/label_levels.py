@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from phalanx.core.model import GroupInfo, GroupTopology, TopologyLevel, TopologySpec
+from phalanx.core.model.inputs import GroupInfo, GroupTopology, TopologyLevel, TopologySpec
 
 IMPLICIT_PREFIX = "node-label:"  # ':' cannot appear in a NetworkTopology's name
 

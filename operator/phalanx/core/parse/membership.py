@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
-from phalanx.core.model import PodInfo
-from phalanx.core.names import GroupKey, key_of
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import GroupKey, key_of
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 LEGACY_JOB_NAME_LABEL = "job-name"

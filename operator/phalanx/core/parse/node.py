@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model import NodeInfo, Taint
-from phalanx.core.names import GPU
+from phalanx.core.model.inputs import NodeInfo, Taint
+from phalanx.core.model.names import GPU
 from phalanx.core.parse.fields import Reader, is_mapping
 
 MAX_GPUS = 4096

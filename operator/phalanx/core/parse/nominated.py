@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from phalanx.core.errors import InvalidObject
-from phalanx.core.names import NodeName
-from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.names import NodeName
+from phalanx.core.model.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.parse.fields import Reader
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from phalanx.core.backoff import Backoff
-from phalanx.core.errors import InvalidObject
-from phalanx.core.model import (
+from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.inputs import (
     GroupInfo,
     NodeInfo,
     PodInfo,
@@ -15,7 +15,7 @@ from phalanx.core.model import (
     QueueInfo,
     TopologySpec,
 )
-from phalanx.core.names import API_GROUP, GroupKey
+from phalanx.core.model.names import API_GROUP, GroupKey
 from phalanx.core.parse.group import parse_pod_group
 from phalanx.core.parse.label_levels import resolve_label_levels
 from phalanx.core.parse.membership import join_implied_groups
@@ -23,7 +23,7 @@ from phalanx.core.parse.node import parse_node
 from phalanx.core.parse.pod import parse_pod
 from phalanx.core.parse.queue import parse_queue
 from phalanx.core.parse.topology import parse_network_topology, parse_priority_class
-from phalanx.core.snapshot import ClusterIndex, Snapshot
+from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "Node": parse_node,

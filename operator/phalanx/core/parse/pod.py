@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model import (
+from phalanx.core.model.inputs import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodInfo,
     Toleration,
 )
-from phalanx.core.names import ROLE_LABEL, group_name
+from phalanx.core.model.names import ROLE_LABEL, group_name
 from phalanx.core.parse.fields import Reader, is_mapping
 from phalanx.core.parse.gpu_share import read_gpu_ask, read_gpu_index
 from phalanx.core.parse.membership import implied_groups
-from phalanx.core.resources import add, maximum, nonzero
+from phalanx.core.snapshot.resources import add, maximum, nonzero
 
 _OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _AFFINITY = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model import QueueInfo
+from phalanx.core.model.inputs import QueueInfo
 from phalanx.core.parse.fields import Reader
 
 

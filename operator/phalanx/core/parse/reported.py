@@ -1,7 +1,7 @@
 """What the operator last reported on a PodGroup: `status.phase` and the nodes of
 `status.placement`. Phalanx writes these, not the user, so anything malformed reads as
 nothing reported rather than failing the group. They are what decides a partial gang's
-release (core/partial.py): its phase says whether it ever ran, the placement names the
+release (core/admission/partial.py): its phase says whether it ever ran, the placement names the
 nodes a failed node took pods from after those pods are gone."""
 
 from __future__ import annotations

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model import (
+from phalanx.core.model.inputs import (
     PREEMPT_LOWER_PRIORITY,
     PREEMPT_NEVER,
     PriorityClassInfo,
     TopologyLevel,
     TopologySpec,
 )
-from phalanx.core.names import HOSTNAME_LABEL
+from phalanx.core.model.names import HOSTNAME_LABEL
 from phalanx.core.parse.fields import Reader
 
 

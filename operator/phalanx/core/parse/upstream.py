@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model import GroupInfo, GroupTopology
-from phalanx.core.names import (
+from phalanx.core.model.inputs import GroupInfo, GroupTopology
+from phalanx.core.model.names import (
     DEFAULT_QUEUE,
     DEFAULT_TOPOLOGY,
     PREFERRED_ANNOTATION,

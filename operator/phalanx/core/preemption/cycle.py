@@ -21,24 +21,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-from phalanx.core.admission import OverCapability
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.eviction import Eviction, EvictionReason
-from phalanx.core.members import GroupWork
-from phalanx.core.names import GroupKey, NodeName
-from phalanx.core.nomination import PREEMPTING, RESERVED, Nomination
-from phalanx.core.placement import GangRequest
+from phalanx.core.admission.admit import OverCapability
+from phalanx.core.admission.members import GroupWork
+from phalanx.core.admission.queues import QueueLedger, Shortfall
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.eviction import Eviction, EvictionReason
+from phalanx.core.model.names import GroupKey, NodeName
+from phalanx.core.model.nomination import PREEMPTING, RESERVED, Nomination
+from phalanx.core.model.status import Problem, Reason, StatusCode
+from phalanx.core.placement.gang import GangRequest
+from phalanx.core.placement.routes import Route
+from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.find import Finder, Found, never_fits
 from phalanx.core.preemption.holds import Hold, Holds, Opener, Placed
 from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
 from phalanx.core.preemption.search import cost_of, work_cost
 from phalanx.core.preemption.units import Unit, build_units, priority_bounds, within_spare
 from phalanx.core.preemption.why import PREEMPTION_OFF, capability_note, why_not
-from phalanx.core.queues import QueueLedger, Shortfall
-from phalanx.core.resources import charged, total_of
-from phalanx.core.routes import Route
-from phalanx.core.state import CycleState
-from phalanx.core.status import Problem, Reason, StatusCode
+from phalanx.core.snapshot.resources import charged, total_of
 from phalanx.topology.tree import ROOT_LEVEL
 
 

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from phalanx.core.model import PodInfo
-from phalanx.core.placement import GangRequest, place_gang
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.placement.gang import GangRequest, place_gang
+from phalanx.core.placement.routes import Route
+from phalanx.core.placement.state import CycleState, static_room, static_takes
 from phalanx.core.preemption.room import DomainRoom, Vector, resource_names
 from phalanx.core.preemption.search import Allowed, Cost, choose
 from phalanx.core.preemption.units import Unit
-from phalanx.core.routes import Route
-from phalanx.core.state import CycleState, static_room, static_takes
 from phalanx.topology.tree import ROOT, ROOT_LEVEL
 
 MAX_CONFIRMATIONS = 8

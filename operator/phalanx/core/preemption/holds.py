@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.names import GroupKey
-from phalanx.core.nomination import RESERVED, Nomination
-from phalanx.core.state import CycleState
+from phalanx.core.model.names import GroupKey
+from phalanx.core.model.nomination import RESERVED, Nomination
+from phalanx.core.placement.state import CycleState
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ the nodes the removed pods touch, so trying a unit costs a few `fit_count` calls
 a pass over the domain. For a gang of one shape without sub-groups these counts are
 exactly what `place_gang` needs; otherwise they are a necessary condition and the
 final choice is checked with `place_gang` itself. GPUs are counted per device, as the
-state counts them (`phalanx.core.devices`): a device is free for a whole-GPU pod only
+state counts them (`phalanx.core.snapshot.devices`): a device is free for a whole-GPU pod only
 once everything on it is gone, and a fractional pod needs one device with its part free.
 On a node where each pod holds whole devices of its own (`CycleState.owned_whole_free`)
 a pod gone frees exactly its whole GPUs, so there the devices are not listed: a count
@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterable, Sequence
 from copy import copy
 from operator import ge
 
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.devices import holds_gpus, slots, whole_devices, whole_free
-from phalanx.core.model import PodInfo
-from phalanx.core.names import GPU, PodKey
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import GPU, PodKey
+from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.units import Unit
-from phalanx.core.shapes import Shape
-from phalanx.core.state import CycleState
+from phalanx.core.snapshot.devices import holds_gpus, slots, whole_devices, whole_free
+from phalanx.core.snapshot.shapes import Shape
 
 Vector = tuple[
     tuple[int, tuple[int, ...], int, tuple[tuple[int, int], ...], int, tuple[PodKey, ...]], ...

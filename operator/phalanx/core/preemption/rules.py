@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from phalanx.core.eviction import EvictionReason
-from phalanx.core.model import PREEMPT_NEVER
+from phalanx.core.admission.queues import QueueLedger
+from phalanx.core.model.eviction import EvictionReason
+from phalanx.core.model.inputs import PREEMPT_NEVER
 from phalanx.core.preemption.units import Unit
-from phalanx.core.queues import QueueLedger
-from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.snapshot.picture import ClusterIndex
 
 
 @dataclass(slots=True)

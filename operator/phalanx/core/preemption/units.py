@@ -14,10 +14,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from phalanx.core.model import PodInfo
-from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
-from phalanx.core.resources import charged, total_of
-from phalanx.core.snapshot import ClusterIndex, GroupPods
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import DEFAULT_QUEUE, GPU, GroupKey
+from phalanx.core.snapshot.picture import ClusterIndex, GroupPods
+from phalanx.core.snapshot.resources import charged, total_of
 
 
 @dataclass(slots=True, eq=False)

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from phalanx.core.placement import GangRequest
+from phalanx.core.admission.queues import QueueLedger, Shortfall
+from phalanx.core.placement.gang import GangRequest
+from phalanx.core.placement.routes import Route
 from phalanx.core.preemption.find import Finder
 from phalanx.core.preemption.rules import Claim, guarantee_message
 from phalanx.core.preemption.search import cost_of
 from phalanx.core.preemption.units import Unit
-from phalanx.core.queues import QueueLedger, Shortfall
-from phalanx.core.resources import display_name, format_amount
-from phalanx.core.routes import Route
+from phalanx.core.snapshot.resources import display_name, format_amount
 
 PREEMPTION_OFF = "preemption is off for it (preemptionPolicy Never)"
 

@@ -19,7 +19,7 @@ import orjson
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
-from phalanx.core.names import API_GROUP, API_VERSION
+from phalanx.core.model.names import API_GROUP, API_VERSION
 from phalanx.observe.metrics import Metrics
 
 MERGE_PATCH = "application/merge-patch+json"

@@ -20,7 +20,7 @@ from typing import Any
 import kopf
 import structlog
 
-from phalanx.core.names import API_GROUP
+from phalanx.core.model.names import API_GROUP
 from phalanx.operator.cache import Kind, Store, object_key, slim
 
 log = structlog.get_logger("phalanx.operator")

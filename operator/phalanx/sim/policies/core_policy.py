@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from phalanx.cluster import labels
-from phalanx.core.config import SchedulerConfig
 from phalanx.core.cycle import run_cycle
-from phalanx.core.model import (
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.inputs import (
     PREEMPT_NEVER,
     GroupInfo,
     NodeInfo,
@@ -42,10 +42,10 @@ from phalanx.core.model import (
     TopologyLevel,
     TopologySpec,
 )
-from phalanx.core.names import CPU, GPU, MEMORY, PODS
-from phalanx.core.nomination import Nomination
-from phalanx.core.result import CycleResult
-from phalanx.core.snapshot import ClusterIndex, Snapshot
+from phalanx.core.model.names import CPU, GPU, MEMORY, PODS
+from phalanx.core.model.nomination import Nomination
+from phalanx.core.model.result import CycleResult
+from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.constraints import node_affinity

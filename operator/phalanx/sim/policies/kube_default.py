@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phalanx.core.model import NodeSelectorTerm
+from phalanx.core.model.inputs import NodeSelectorTerm
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.constraints import AllowedNodes, node_affinity
 from phalanx.sim.jobrun import JobRun

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from phalanx.core.quantity import MAX_INT32
+from phalanx.core.model.quantity import MAX_INT32
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.state import BoolArray, ClusterState, device_ask, room_for
 

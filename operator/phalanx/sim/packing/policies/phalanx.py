@@ -1,4 +1,4 @@
-"""Phalanx: each arriving pod placed by the core itself (`phalanx.core.placement.place_gang`).
+"""Phalanx: each arriving pod placed by the core itself (`phalanx.core.placement.gang.place_gang`).
 
 The core's cycle state (`CycleState`) is built once over the trace's nodes, as the
 operator's snapshot would give it (allocatable cpu, memory, GPUs; the GPU model as GPU
@@ -12,12 +12,12 @@ would carry it on a real cluster.
 
 from __future__ import annotations
 
-from phalanx.core.model import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodInfo
-from phalanx.core.names import CPU, GPU, GPU_PRODUCT_LABEL, HOSTNAME_LABEL, MEMORY
-from phalanx.core.placement import GangRequest, place_gang
-from phalanx.core.shapes import shape_of
-from phalanx.core.snapshot import Snapshot
-from phalanx.core.state import CycleState
+from phalanx.core.model.inputs import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodInfo
+from phalanx.core.model.names import CPU, GPU, GPU_PRODUCT_LABEL, HOSTNAME_LABEL, MEMORY
+from phalanx.core.placement.gang import GangRequest, place_gang
+from phalanx.core.placement.state import CycleState
+from phalanx.core.snapshot.picture import Snapshot
+from phalanx.core.snapshot.shapes import shape_of
 from phalanx.sim.packing.nodes import PackCluster, PackNode
 from phalanx.sim.packing.policy import Placement
 from phalanx.sim.packing.trace import DEVICE_MILLI, PackPod

@@ -16,17 +16,10 @@ from dataclasses import InitVar, dataclass, field, replace
 from functools import cached_property
 from typing import TypeVar
 
-from phalanx.core.backoff import Backoff
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.devices import (
-    DeviceUsage,
-    device_usage,
-    holds_gpus,
-    owned_whole_free,
-    whole_free,
-)
-from phalanx.core.errors import InvalidObject
-from phalanx.core.model import (
+from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.inputs import (
     GroupInfo,
     NodeInfo,
     PodInfo,
@@ -34,7 +27,7 @@ from phalanx.core.model import (
     QueueInfo,
     TopologySpec,
 )
-from phalanx.core.names import (
+from phalanx.core.model.names import (
     DEFAULT_QUEUE,
     GANG_GATE,
     GPU,
@@ -43,11 +36,18 @@ from phalanx.core.names import (
     GroupKey,
     key_of,
 )
-from phalanx.core.predicates import NO_CONSTRAINTS, static_exclusion
-from phalanx.core.resources import NO_NODES, charged
-from phalanx.core.result import Binding, PodCounts
-from phalanx.core.shapes import Shape, same_shape, shape_of
-from phalanx.core.status import Exclusion
+from phalanx.core.model.result import Binding, PodCounts
+from phalanx.core.model.status import Exclusion
+from phalanx.core.snapshot.devices import (
+    DeviceUsage,
+    device_usage,
+    holds_gpus,
+    owned_whole_free,
+    whole_free,
+)
+from phalanx.core.snapshot.predicates import NO_CONSTRAINTS, static_exclusion
+from phalanx.core.snapshot.resources import NO_NODES, charged
+from phalanx.core.snapshot.shapes import Shape, same_shape, shape_of
 from phalanx.topology.tree import DomainTree, tree_for
 
 UNLIMITED_PODS = 1 << 30
@@ -173,7 +173,7 @@ class ClusterIndex:
     and nodes are unchanged between cycles, and summarizing every group again was most
     of the index's cost (`python -m bench.snapshot`). The cycle on it takes over, in the
     same way, the work and decision of a group that runs with nothing to place from the
-    previous index's cycle (`settled_before`, checked by `phalanx.core.members.Settled`).
+    previous index's cycle (`settled_before`, checked by `phalanx.core.admission.members.Settled`).
     The result is the same as without.
     """
 
@@ -195,7 +195,7 @@ class ClusterIndex:
         self._index_members(previous)
         self.settled: dict[GroupKey, object] = {}
         """What this index's cycle found of the groups that run with nothing to place
-        (`phalanx.core.members.Settled`, which checks the type): filled by the cycle,
+        (`phalanx.core.admission.members.Settled`, which checks the type): filled by the cycle,
         then read by the next index's (`settled_before`)."""
         self.settled_before: Mapping[GroupKey, object] = (
             previous.settled if previous is not None else {})
@@ -230,7 +230,7 @@ class ClusterIndex:
         self.default_policy = chosen[0].preemption_policy if chosen else ""
 
     def device_usage(self, node: int) -> DeviceUsage:
-        """The node's GPU devices as its pods hold them (`phalanx.core.devices`), rebuilt
+        """The node's GPU devices as its pods hold them (`phalanx.core.snapshot.devices`), rebuilt
         when first asked."""
         usage = self._device_usage.get(node)
         if usage is None:
@@ -292,7 +292,7 @@ class ClusterIndex:
     @cached_property
     def label_pairs(self) -> frozenset[tuple[str, str]]:
         """Every (key, value) label some node carries: a nodeSelector label outside it
-        matches no node (`phalanx.core.explain`); read only when a waiting pod has one."""
+        matches no node (`phalanx.core.explain.unplaced`); read only when a waiting pod has one."""
         return frozenset(pair for node in self.nodes for pair in node.labels.items())
 
     def allocatable_column(self, name: str) -> tuple[int, ...]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.model import GroupInfo
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.inputs import GroupInfo
 
 
 @dataclass(frozen=True, slots=True)

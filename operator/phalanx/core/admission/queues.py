@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from phalanx.core.model import QueueInfo
-from phalanx.core.resources import Resources, display_name, format_amount
+from phalanx.core.model.inputs import QueueInfo
+from phalanx.core.snapshot.resources import Resources, display_name, format_amount
 
 
 @dataclass(frozen=True, slots=True)

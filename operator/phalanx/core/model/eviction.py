@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from phalanx.core.names import GroupKey, PodKey
+from phalanx.core.model.names import GroupKey, PodKey
 
 
 class EvictionReason(StrEnum):

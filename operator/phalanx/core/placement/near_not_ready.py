@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from phalanx.core.shapes import Shape
-from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.shapes import Shape
 from phalanx.topology.tree import DomainTree
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from phalanx.core.names import DEFAULT_TOPOLOGY
+from phalanx.core.model.names import DEFAULT_TOPOLOGY
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +14,7 @@ class SchedulerConfig:
     `node_order` "binpack" fills busy nodes first, "spread" puts each pod on the
     least allocated node (kube-scheduler's LeastAllocated); `fragmentation_aware` puts a
     lone pod on the node where it leaves the least GPU unusable for the workload's typical
-    pods (`phalanx.core.node_choice`; off for the gang-* baselines).
+    pods (`phalanx.core.placement.node_choice`; off for the gang-* baselines).
 
     `preemption` lets a gang that cannot be placed, or that its queue's capability has
     no room for, evict lower-priority gangs of its queue, and a queue below its guarantee

@@ -7,13 +7,13 @@ import re
 from dataclasses import dataclass
 from operator import attrgetter
 
-from phalanx.core.model import GroupInfo, PodInfo
-from phalanx.core.names import DEFAULT_QUEUE, GPU, GroupKey
-from phalanx.core.resources import Resources, gpu_charge
-from phalanx.core.result import GroupDecision, PodCounts
-from phalanx.core.shapes import Shape, demand_of, shapes_of
-from phalanx.core.snapshot import ClusterIndex, GroupPods
-from phalanx.core.status import Problem, Reason, StatusCode
+from phalanx.core.model.inputs import GroupInfo, PodInfo
+from phalanx.core.model.names import DEFAULT_QUEUE, GPU, GroupKey
+from phalanx.core.model.result import GroupDecision, PodCounts
+from phalanx.core.model.status import Problem, Reason, StatusCode
+from phalanx.core.snapshot.picture import ClusterIndex, GroupPods
+from phalanx.core.snapshot.resources import Resources, gpu_charge
+from phalanx.core.snapshot.shapes import Shape, demand_of, shapes_of
 
 _DIGITS = re.compile(r"(\d+)", re.ASCII)
 __all__ = ["GroupWork", "Problem", "Settled", "build_works", "natural_key"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.devices import part_of
-from phalanx.core.model import NodeInfo, PodInfo
-from phalanx.core.names import CPU, GPU, MEMORY
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.inputs import NodeInfo, PodInfo
+from phalanx.core.model.names import CPU, GPU, MEMORY
+from phalanx.core.snapshot.devices import part_of
 
 Resources = Mapping[str, int]
 NO_NODES: Mapping[str, NodeInfo] = {}

@@ -16,23 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from phalanx.core.device_choice import DEVICE, choose_devices
-from phalanx.core.model import NodeInfo, PodInfo
-from phalanx.core.names import GPU, PodKey
+from phalanx.core.model.device_share import DEVICE, DeviceShare
+from phalanx.core.model.inputs import NodeInfo, PodInfo
+from phalanx.core.model.names import GPU, PodKey
+from phalanx.core.snapshot.device_choice import choose_devices
 
 NO_FIT = DEVICE + 1  # the part a pod would take of a device it cannot use at all
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceShare:
-    """Part of one device a pod holds: `milli` of device `index` (1000: all of it)."""
-
-    index: int
-    milli: int
-
-    @property
-    def fraction(self) -> float:
-        return self.milli / DEVICE
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from phalanx.core.members import GroupWork, Problem
-from phalanx.core.names import DEFAULT_QUEUE, GroupKey
-from phalanx.core.queues import QueueLedger, Shortfall
-from phalanx.core.resources import Resources, maximum, subtract
-from phalanx.core.snapshot import ClusterIndex
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.admission.members import GroupWork, Problem
+from phalanx.core.admission.queues import QueueLedger, Shortfall
+from phalanx.core.model.names import DEFAULT_QUEUE, GroupKey
+from phalanx.core.model.status import Reason, StatusCode
+from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.resources import Resources, maximum, subtract
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from phalanx.core.model import (
+from phalanx.core.model.inputs import (
     NodeInfo,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -17,8 +17,8 @@ from phalanx.core.model import (
     Taint,
     Toleration,
 )
-from phalanx.core.quantity import parse_int64
-from phalanx.core.status import Exclusion
+from phalanx.core.model.quantity import parse_int64
+from phalanx.core.model.status import Exclusion
 
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 

@@ -9,9 +9,9 @@ from functools import lru_cache
 from itertools import pairwise, repeat
 from operator import floordiv
 
-from phalanx.core.model import PodInfo
-from phalanx.core.names import CPU, GPU, MEMORY
-from phalanx.core.predicates import Constraints, constraints_of
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import CPU, GPU, MEMORY
+from phalanx.core.snapshot.predicates import Constraints, constraints_of
 
 
 @dataclass(frozen=True, slots=True)

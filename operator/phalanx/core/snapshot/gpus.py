@@ -3,7 +3,7 @@
 A node offers its idle GPUs only if it takes pods (Ready and not cordoned), exactly what
 placement sees; its GPUs still count as used while pods hold them. A GPU is free only if
 nothing holds any of it: a device that fractional pods share is "fragmented", its free
-part usable by other fractional pods but by no whole-GPU pod (`phalanx.core.devices`).
+part usable by other fractional pods but by no whole-GPU pod (`phalanx.core.snapshot.devices`).
 A domain's free GPUs are its nodes' whole free GPUs added up (half a GPU free on each of
 two nodes is not one free GPU). The NetworkTopology status, `kubectl phalanx topology`,
 `explain` and the GPU gauges all read these, so they cannot disagree.
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.model import NodeInfo
-from phalanx.core.names import GPU
-from phalanx.core.snapshot import ClusterIndex, Snapshot
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.inputs import NodeInfo
+from phalanx.core.model.names import GPU
+from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
 
 MILLI = DEVICE
 

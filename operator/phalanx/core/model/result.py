@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from phalanx.core.backoff import Backoff
-from phalanx.core.devices import DeviceShare
-from phalanx.core.errors import InvalidObject
-from phalanx.core.eviction import Eviction
-from phalanx.core.names import GroupKey, NodeName, PodKey
-from phalanx.core.nomination import Nomination
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.device_share import DeviceShare
+from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.eviction import Eviction
+from phalanx.core.model.names import GroupKey, NodeName, PodKey
+from phalanx.core.model.nomination import Nomination
+from phalanx.core.model.status import Reason, StatusCode
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.members import GroupWork, Problem
-from phalanx.core.snapshot import ClusterIndex
-from phalanx.core.status import Reason, StatusCode
+from phalanx.core.admission.members import GroupWork, Problem
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.status import Reason, StatusCode
+from phalanx.core.snapshot.picture import ClusterIndex
 from phalanx.topology.spec import TopologySpec
 from phalanx.topology.tree import ROOT_LEVEL
 

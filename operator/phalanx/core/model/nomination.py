@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.names import NodeName
+from phalanx.core.model.names import NodeName
 
 PREEMPTING = "Preempting"
 RESERVED = "Reserved"

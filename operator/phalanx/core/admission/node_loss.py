@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from phalanx.core.model import Taint, Toleration
-from phalanx.core.predicates import tolerated
-from phalanx.core.snapshot import ClusterIndex
+from phalanx.core.model.inputs import Taint, Toleration
+from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.predicates import tolerated
 
 NO_EXECUTE = "NoExecute"
 # Set by the node lifecycle controller (not-ready, unreachable) or by an admin on a node

@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import ge, not_
 
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.devices import part_of
-from phalanx.core.members import Problem
-from phalanx.core.names import GPU, GPU_MEMORY_LABEL
-from phalanx.core.placement import GangRequest
-from phalanx.core.predicates import tolerated, unmatchable
-from phalanx.core.resources import format_amount, format_resources
-from phalanx.core.shapes import Shape, fit_count
-from phalanx.core.snapshot import UNLIMITED_PODS
-from phalanx.core.state import CycleState, static_room, static_takes
-from phalanx.core.status import Exclusion, Reason, StatusCode
+from phalanx.core.admission.members import Problem
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.names import GPU, GPU_MEMORY_LABEL
+from phalanx.core.model.status import Exclusion, Reason, StatusCode
+from phalanx.core.placement.gang import GangRequest
+from phalanx.core.placement.state import CycleState, static_room, static_takes
+from phalanx.core.snapshot.devices import part_of
+from phalanx.core.snapshot.picture import UNLIMITED_PODS
+from phalanx.core.snapshot.predicates import tolerated, unmatchable
+from phalanx.core.snapshot.resources import format_amount, format_resources
+from phalanx.core.snapshot.shapes import Shape, fit_count
 from phalanx.topology.tree import ROOT, DomainTree
 
 HELD = "node(s) were held for another group"

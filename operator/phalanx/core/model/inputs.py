@@ -1,7 +1,7 @@
 """The typed inputs of a scheduling cycle.
 
 The parser builds these from Kubernetes objects; the simulator builds them
-directly. All resources are integer milli-units (see `phalanx.core.quantity`).
+directly. All resources are integer milli-units (see `phalanx.core.model.quantity`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from phalanx.core.names import (
+from phalanx.core.model.names import (
     API_GROUP,
     DEFAULT_QUEUE,
     DEFAULT_TOPOLOGY,
@@ -20,8 +20,8 @@ from phalanx.core.names import (
     PodKey,
     key_of,
 )
-from phalanx.core.nomination import Nomination
-from phalanx.core.quantity import whole_number
+from phalanx.core.model.nomination import Nomination
+from phalanx.core.model.quantity import whole_number
 from phalanx.topology.spec import TopologyLevel, TopologySpec
 
 __all__ = [

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from phalanx.core.config import SchedulerConfig
-from phalanx.core.model import GroupInfo, PodInfo
-from phalanx.core.node_loss import lost_message, lost_nodes
-from phalanx.core.result import GroupDecision, PartialRelease
-from phalanx.core.snapshot import Snapshot
+from phalanx.core.admission.node_loss import lost_message, lost_nodes
+from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.inputs import GroupInfo, PodInfo
+from phalanx.core.model.result import GroupDecision, PartialRelease
+from phalanx.core.snapshot.picture import Snapshot
 
 WAITING_PHASES = ("Pending", "Inqueue")
 RELEASED = "PartialGangReleased"

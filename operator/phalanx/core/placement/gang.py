@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
 
-from phalanx.core.model import PodInfo
-from phalanx.core.node_choice import candidates, least_fragmenting
-from phalanx.core.shapes import Shape, demand_of
-from phalanx.core.state import CycleState
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.placement.node_choice import candidates, least_fragmenting
+from phalanx.core.placement.state import CycleState
+from phalanx.core.snapshot.shapes import Shape, demand_of
 from phalanx.topology.tree import ROOT, ROOT_LEVEL, DomainTree
 
 MAX_ATTEMPTS_PER_LEVEL = 64
@@ -48,7 +48,7 @@ class GangRequest:
     anchors: tuple[int, ...] = ()
     spread: bool = False
     fragmentation: bool = False
-    """Place a lone pod on the node it fragments least (`phalanx.core.node_choice`)."""
+    """Place a lone pod on the node it fragments least (`phalanx.core.placement.node_choice`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Which GPU device(s) of a node a pod takes: the one scoring function to replace.
 
-The node is chosen elsewhere (placement.py, by room for the pod's shape); this module
+The node is chosen elsewhere (placement/gang.py, by room for the pod's shape); this module
 only picks devices inside it. `score_device` is the policy: the simulator's
 fragmentation-aware scoring replaces it, nothing else here. The default is best fit
 (the device left with the least room after the pod), so fractions pile onto devices
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-DEVICE = 1000  # one whole GPU in milli
+from phalanx.core.model.device_share import DEVICE
 
 
 def score_device(used: Sequence[int], index: int, milli: int) -> float:

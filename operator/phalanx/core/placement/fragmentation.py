@@ -36,10 +36,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.devices import whole_devices
-from phalanx.core.model import PodInfo
-from phalanx.core.names import CPU, MEMORY
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import CPU, MEMORY
+from phalanx.core.snapshot.devices import whole_devices
 
 WINDOW = 4096  # recent GPU pods the shares are learned from
 COVERAGE = 0.95  # the typical shapes cover this share of them
@@ -106,7 +106,7 @@ class ShapeMix:
         self.least = (0, 0)
         """The least cpu and the least memory that any typical shape asks for (as of the
         last refresh): a node with less of either left takes none of the pods that keep
-        arriving, so `phalanx.core.node_choice` keeps pods from leaving GPU milli on such
+        arriving, so `phalanx.core.placement.node_choice` keeps pods from leaving GPU milli on such
         a node. Rare shapes are left out: counting them (the least cpu of any GPU pod in
         the window, 1 core on the Alibaba trace) let pods leave whole GPUs beside one or
         two cores that only pods which never came again could use (`python -m
@@ -144,7 +144,7 @@ class ShapeMix:
         """Whether some typical shape shares a device. While none does, whole-GPU shapes
         are capped by the pods a node's cpu and memory take (the module's docstring);
         while one does, a lone pod of one GPU is graded on a wider window
-        (`phalanx.core.node_choice.ONE_GPU_CANDIDATES`)."""
+        (`phalanx.core.placement.node_choice.ONE_GPU_CANDIDATES`)."""
         self.typical()
         return self._shares
 

@@ -5,7 +5,7 @@ domain that take it (a first-fit window, wider for a pod of whole GPUs: `candida
 node where the pod would leave GPU milli with too little cpu or memory for any typical
 GPU pod comes last (`strands`). The others are graded by how much GPU the workload's
 typical shapes could no longer use there after the pod lands, its devices chosen as
-`device_choice` chooses them (`phalanx.core.fragmentation`), quantised like FGD's integer
+`device_choice` chooses them (`phalanx.core.placement.fragmentation`), quantised like FGD's integer
 score (changes within ~40 milli of a GPU count as equal) but rounded, not truncated, so
 that "nothing lost" sits in the middle of its step (see `grade`). Among equal grades a
 GPU pod keeps off nodes with every GPU free (whole nodes stay free for gangs), a CPU-only
@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import exp
 
-from phalanx.core.device_choice import DEVICE, choose_devices
-from phalanx.core.devices import part_of
-from phalanx.core.fragmentation import ShapeMix
-from phalanx.core.names import CPU, GPU, MEMORY
-from phalanx.core.shapes import Shape
-from phalanx.core.state import CycleState, Grade, NodeGrades
+from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.names import CPU, GPU, MEMORY
+from phalanx.core.placement.fragmentation import ShapeMix
+from phalanx.core.placement.state import CycleState, Grade, NodeGrades
+from phalanx.core.snapshot.device_choice import choose_devices
+from phalanx.core.snapshot.devices import part_of
+from phalanx.core.snapshot.shapes import Shape
 
 CANDIDATES = 128
 """The first-fit window of a lone pod: the 128 first nodes by position that take it. The

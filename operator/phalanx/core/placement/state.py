@@ -14,9 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from phalanx.core.device_choice import DEVICE
-from phalanx.core.devices import (
-    DeviceShare,
+from phalanx.core.model.device_share import DEVICE, DeviceShare
+from phalanx.core.model.inputs import NodeInfo, PodInfo
+from phalanx.core.model.names import GPU, PodKey
+from phalanx.core.model.status import Exclusion, Problem
+from phalanx.core.placement.fragmentation import ShapeMix
+from phalanx.core.placement.near_not_ready import nodes_near_not_ready
+from phalanx.core.placement.rooms import RoomIndex
+from phalanx.core.snapshot.devices import (
     holds_gpus,
     known_slots,
     overcommitted,
@@ -24,16 +29,10 @@ from phalanx.core.devices import (
     pod_shares,
     take,
 )
-from phalanx.core.devices import slots as devices_slots
-from phalanx.core.fragmentation import ShapeMix
-from phalanx.core.model import NodeInfo, PodInfo
-from phalanx.core.names import GPU, PodKey
-from phalanx.core.near_not_ready import nodes_near_not_ready
-from phalanx.core.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
-from phalanx.core.rooms import RoomIndex
-from phalanx.core.shapes import Shape, fit_count, fit_counts_of_columns
-from phalanx.core.snapshot import ClusterIndex
-from phalanx.core.status import Exclusion, Problem
+from phalanx.core.snapshot.devices import slots as devices_slots
+from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
+from phalanx.core.snapshot.shapes import Shape, fit_count, fit_counts_of_columns
 from phalanx.topology.tree import DomainTree
 
 _NODE_WIDE = (Exclusion.NOT_READY, Exclusion.CORDONED)
@@ -82,7 +81,7 @@ class OpenNodes:
 
 
 Grade = tuple[int, int, int, int]
-"""A node's grade for one pod, lower is better (`phalanx.core.node_choice.node_grade`)."""
+"""A node's grade for one pod, lower is better (`phalanx.core.placement.node_choice.node_grade`)."""
 
 
 @dataclass(slots=True)
@@ -99,7 +98,7 @@ class NodeGrades:
     """By (milli, whole devices; 0 for a fraction): the free milli of each device once
     such a pod is on the node, its devices chosen by `choose_devices` (None: it does not
     fit). A node is graded for many sizes, most of them asking one of a few parts of a
-    device (`phalanx.core.node_choice._taken`)."""
+    device (`phalanx.core.placement.node_choice._taken`)."""
 
 
 @dataclass(slots=True)
