@@ -5,15 +5,18 @@ LOCAL := $(CURDIR)/.local
 export PATH := $(LOCAL)/bin:$(PATH)
 export KUBECONFIG := $(LOCAL)/kubeconfig
 CLUSTER ?= examples/clusters/small.yaml
+K8S_VERSION ?= v1.37.2
+UPSTREAM_TESTS := tests/workloads/test_upstream_e2e.py tests/foundation/test_workload_api_e2e.py
 CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
 .PHONY: help install tools controllers cluster-up cluster-down run demo test test-unit test-e2e \
-        lint bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke chaos clean
+        lint test-upstream bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke chaos clean
 
 help:
 	@echo "make run     build what is missing, start the local cluster, workload controllers, the operator and a demo"
 	@echo "make test    lint, benchmark smoke runs, unit tests and end-to-end tests on a real kube-apiserver + kwok"
+	@echo "make test-upstream K8S_VERSION=v1.36.1  Kubernetes' own gang API end-to-end on another release"
 	@echo "make tools   build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (cached)"
 	@echo "make bench   core, packing, simulator and end-to-end benchmarks (slow: bench/README.md)"
 	@echo "make chaos   replay gangs while SIGKILLing the operator; figures in bench/README.md"
@@ -24,7 +27,7 @@ install:
 	  || $(PYTHON) -m pip install -q -e '.[test,dev]'
 
 tools:
-	@bash hack/tools.sh
+	@K8S_VERSION=$(K8S_VERSION) bash hack/tools.sh
 
 controllers:
 	@bash hack/controllers.sh
@@ -51,6 +54,12 @@ test-unit: install
 
 test-e2e: install tools
 	$(PYTHON) -m pytest -m e2e -q
+
+# Kubernetes' own gang API end-to-end on another release (its binaries in their own folder):
+#   make test-upstream K8S_VERSION=v1.36.1
+test-upstream: install
+	K8S_VERSION=$(K8S_VERSION) PHALANX_BIN_DIR=$(LOCAL)/k8s-$(K8S_VERSION)/bin bash hack/tools.sh
+	PHALANX_BIN_DIR=$(LOCAL)/k8s-$(K8S_VERSION)/bin $(PYTHON) -m pytest -m e2e -q $(UPSTREAM_TESTS)
 
 test: install tools lint bench-smoke
 	$(PYTHON) -m pytest -q

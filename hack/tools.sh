@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Build the real control-plane binaries from their official Go modules, pinned,
-# into a cache outside the checkout, and link them into .local/bin.
+# into a cache outside the checkout, and link them into .local/bin (or $PHALANX_BIN_DIR).
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.36.1}"
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"  # the one pin; `make test-upstream K8S_VERSION=v1.36.3` checks another
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 
@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${PHALANX_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/phalanx/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}}"
 BIN="$CACHE/bin"
 WORK="$CACHE/work"
-LINKS="$ROOT/.local/bin"
+LINKS="${PHALANX_BIN_DIR:-$ROOT/.local/bin}"  # another version links into its own folder
 export GOFLAGS="-buildvcs=false -trimpath"
 export CGO_ENABLED=0
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
@@ -125,4 +125,4 @@ build_k8s
 for name in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
   ln -sfn "$BIN/$name" "$LINKS/$name"
 done
-log "tools ready in $BIN (linked into .local/bin)"
+log "tools ready in $BIN (linked into $LINKS)"

@@ -77,3 +77,19 @@ def test_kubernetes_podgroups_and_phalanx_podgroups_are_different_kinds() -> Non
     assert kind_of_body(upstream) is Kind.UPSTREAM_POD_GROUP
     assert kind_of_body(ours) is Kind.POD_GROUP
     assert kind_of_body(body("LeaderWorkerSet", "x")) is Kind.WORKLOAD
+
+
+async def test_kubernetes_podgroups_are_watched_in_the_newest_version_served_only() -> None:
+    """1.37 serves v1beta1 (and v1alpha3), 1.36 v1alpha2: the same objects in each served
+    version, so one watch, in the preferred version; discovery then stops asking."""
+    for served, wanted in (
+        ({"scheduling.k8s.io/v1beta1": ["podgroups"], "scheduling.k8s.io/v1alpha2": ["podgroups"]},
+         "scheduling.k8s.io/v1beta1"),
+        ({"scheduling.k8s.io/v1alpha2": ["podgroups"]}, "scheduling.k8s.io/v1alpha2"),
+    ):
+        started: list[OptionalKind] = []
+        kinds = OptionalKinds(DiscoveryApi(served), OPTIONAL_KINDS, started.append, 30.0,
+                              ManualClock())
+        await kinds.discover()
+        await kinds.discover()
+        assert [k.group_version for k in started if k.kind == "PodGroup"] == [wanted]

@@ -79,6 +79,14 @@ def test_a_job_never_runs_more_pods_than_completions() -> None:
     assert groups(job(parallelism=4, completions=2))["job-train"]["minMember"] == 2
 
 
+def test_a_job_with_kubernetes_own_scheduling_gets_no_second_gang() -> None:
+    """Kubernetes 1.37: the Job controller makes the PodGroup of a Job with spec.scheduling,
+    and that is the one gang; a queue label on it must not add Phalanx's own."""
+    gang = {"schedulingPolicy": {"gang": {"minCount": 4}}}
+    assert pod_groups_for(job(4, scheduling=gang)) == []
+    assert len(pod_groups_for(job(4))) == 1
+
+
 def test_a_workload_without_the_queue_label_gets_no_gang() -> None:
     obj = job()
     obj["metadata"]["labels"] = {}

@@ -1,7 +1,8 @@
-"""Kubernetes' own gangs (Workload API, scheduling.k8s.io/v1alpha2) on a cluster that
-serves them: Phalanx places them all or nothing, inside the level their topology key
-names, and reports on the upstream PodGroup's PodGroupScheduled condition as
-kube-scheduler does; a Job's Workload and PodGroup (made by the Job controller) too."""
+"""Kubernetes' own gangs (Workload API: scheduling.k8s.io/v1beta1 on 1.37, v1alpha2 on 1.36,
+whichever the cluster serves) on a cluster that serves them: Phalanx places them all or
+nothing, inside the level their topology key names, and reports on the upstream PodGroup's
+scheduling condition as kube-scheduler does; a Job's Workload and PodGroup (made by the Job
+controller) too. `make test-upstream K8S_VERSION=v1.36.1` runs them on another release."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from gang_checks import (
 
 from phalanx.cluster import LocalCluster
 from phalanx.operator.main import Operator
+from phalanx.operator.upstream_status import condition_type
 from polling import eventually, get_json, gone
 
 pytestmark = pytest.mark.e2e
@@ -27,11 +29,13 @@ pytestmark = pytest.mark.e2e
 UPSTREAM = "podgroups.scheduling.k8s.io"
 
 
-def upstream_group(name: str, min_count: int, key: str | None = LEAF) -> dict[str, Any]:
+def upstream_group(
+    cluster: LocalCluster, name: str, min_count: int, key: str | None = LEAF
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
     if key:
         spec["schedulingConstraints"] = {"topology": [{"key": key}]}
-    return {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+    return {"apiVersion": cluster.pod_group_version, "kind": "PodGroup",
             "metadata": {"name": name}, "spec": spec}
 
 
@@ -45,15 +49,16 @@ def members(group: str, count: int) -> list[dict[str, Any]]:
 
 
 def scheduled(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
-    return condition(get_json(cluster, UPSTREAM, name, "-n", namespace), "PodGroupScheduled")
+    group = get_json(cluster, UPSTREAM, name, "-n", namespace)
+    return condition(group, condition_type(group))
 
 
 def test_an_upstream_gang_starts_whole_inside_its_topology_key_or_not_at_all(
     workload_api_cluster: LocalCluster, upstream_namespace: str, phalanx_upstream: Operator
 ) -> None:
     cluster, namespace = workload_api_cluster, upstream_namespace
-    cluster.apply([upstream_group("wide", 5), *members("wide", 5)], namespace=namespace)
-    cluster.apply([upstream_group("quad", 4), *members("quad", 4)], namespace=namespace)
+    cluster.apply([upstream_group(cluster, "wide", 5), *members("wide", 5)], namespace=namespace)
+    cluster.apply([upstream_group(cluster, "quad", 4), *members("quad", 4)], namespace=namespace)
 
     placed = eventually(lambda: len(bound(pods(cluster, namespace, "gang=quad"))) == 4)
     assert placed, pods(cluster, namespace, "gang=quad")
@@ -81,10 +86,12 @@ def test_a_job_under_the_workload_api_is_placed_as_the_job_controllers_gang(
     cluster, namespace = workload_api_cluster, upstream_namespace
 
     def job(name: str, parallelism: int) -> dict[str, Any]:
+        spec = {"parallelism": parallelism, "completions": parallelism,
+                "completionMode": "Indexed", "backoffLimit": 0, "template": gpu_template()}
+        if cluster.state.minor >= 37:  # 1.37: the gang the Job asks for (spec.scheduling)
+            spec["scheduling"] = {"schedulingPolicy": {"gang": {"minCount": parallelism}}}
         return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-                "spec": {"parallelism": parallelism, "completions": parallelism,
-                         "completionMode": "Indexed", "backoffLimit": 0,
-                         "template": gpu_template()}}
+                "spec": spec}
 
     cluster.apply([job("fits", 4)], namespace=namespace)
     selector = "batch.kubernetes.io/job-name=fits"
@@ -118,7 +125,7 @@ def test_pg_and_the_full_name_reach_phalanx_podgroups_when_the_built_in_kind_is_
     cluster, namespace = workload_api_cluster, upstream_namespace
     ours = {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": "ours"}, "spec": {"minMember": 1}}
-    cluster.apply([ours, upstream_group("theirs", 1)], namespace=namespace)
+    cluster.apply([ours, upstream_group(cluster, "theirs", 1)], namespace=namespace)
     for spelling in ("pg", "podgroups.scheduling.phalanx.io"):
         listed = get_json(cluster, spelling, "-n", namespace)["items"]
         assert [i["metadata"]["name"] for i in listed] == ["ours"], spelling
@@ -130,7 +137,7 @@ def test_a_basic_podgroup_places_its_pods_one_by_one_inside_its_topology_key(
     workload_api_cluster: LocalCluster, upstream_namespace: str, phalanx_upstream: Operator
 ) -> None:
     cluster, namespace = workload_api_cluster, upstream_namespace
-    basic = upstream_group("loose", 1)
+    basic = upstream_group(cluster, "loose", 1)
     basic["spec"]["schedulingPolicy"] = {"basic": {}}
     cluster.apply([basic, *members("loose", 5)], namespace=namespace)  # a rack holds 4
     assert eventually(lambda: len(bound(pods(cluster, namespace, "gang=loose"))) == 4, 90)
@@ -148,7 +155,7 @@ def test_a_partly_placed_upstream_gang_is_released_past_its_timeout_and_says_so(
     owner = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}
     cluster.apply([owner], namespace=namespace)
     uid = get_json(cluster, "configmap", "owner", "-n", namespace)["metadata"]["uid"]
-    group = upstream_group("part", 3, key=None)
+    group = upstream_group(cluster, "part", 3, key=None)
     group["metadata"]["annotations"] = {"scheduling.phalanx.io/schedule-timeout-seconds": "1"}
     first, second, third = members("part", 3)
     nodes = sorted(n["metadata"]["name"] for n in get_json(cluster, "nodes")["items"])[-2:]
@@ -164,7 +171,7 @@ def test_a_partly_placed_upstream_gang_is_released_past_its_timeout_and_says_so(
     def released() -> list[str]:
         return [e["message"] for e in get_json(cluster, "events", "-n", namespace)["items"]
                 if e["reason"] == "PartialGangReleased"
-                and e["involvedObject"].get("apiVersion") == "scheduling.k8s.io/v1alpha2"
+                and e["involvedObject"].get("apiVersion") == cluster.pod_group_version
                 and e["involvedObject"].get("name") == "part"]
 
     [message] = eventually(released, 90) or [get_json(cluster, "events", "-n", namespace)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from functools import cache
 from pathlib import Path
 
 from phalanx.cluster.description import repository_root
@@ -43,3 +45,12 @@ def require_all(folder: Path | None = None) -> dict[str, Path]:
             "them (cached under ~/.cache/phalanx)"
         )
     return {name: binary(name, folder) for name in NAMES}
+
+
+@cache
+def kubernetes_version(apiserver: Path) -> str:
+    """What the kube-apiserver binary says it is (`v1.37.2`): the Workload API's feature
+    gates and API versions depend on the minor."""
+    output = subprocess.run([str(apiserver), "--version"], capture_output=True, text=True,
+                            check=True, timeout=30).stdout
+    return output.split()[-1]

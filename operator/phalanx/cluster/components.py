@@ -3,10 +3,13 @@
 Pure: these functions return argument lists and configuration; `local.LocalCluster` runs
 them. Every component listens on 127.0.0.1 only, on ports chosen free at start.
 
-The Workload API option turns on Kubernetes v1.36's gang scheduling API on every component
-that knows it: the alpha feature gates below (names as in k8s.io/kubernetes v1.36.1
-pkg/features/kube_features.go) on kube-apiserver, kube-controller-manager and kube-scheduler,
-and the alpha API group version `scheduling.k8s.io/v1alpha2` (Workload, PodGroup) served.
+The Workload API option turns on Kubernetes' gang scheduling API on every component that
+knows it: the feature gates of the binaries' minor version (names as in k8s.io/kubernetes
+pkg/features/kube_features.go of that release) on kube-apiserver, kube-controller-manager and
+kube-scheduler, and the API group versions that release serves for it. The gates changed
+between releases (1.37 dropped GangScheduling and WorkloadAwarePreemption, folded into
+GenericWorkload, and added PodGroupPreemptionPolicy and CompositePodGroup), and a component
+refuses a gate it does not know, so each supported minor has its own row.
 """
 
 from __future__ import annotations
@@ -19,14 +22,58 @@ from typing import Any
 
 from phalanx.cluster import pki
 
-WORKLOAD_API_GATES = (
-    "GenericWorkload",  # the Workload and PodGroup API
-    "GangScheduling",  # kube-scheduler's gang plugin
-    "TopologyAwareWorkloadScheduling",  # PodGroup schedulingConstraints.topology
-    "WorkloadAwarePreemption",  # preemption of whole pod groups
-    "WorkloadWithJob",  # the Job controller creates a Workload and PodGroup per Job
-)
-WORKLOAD_API_VERSION = "scheduling.k8s.io/v1alpha2"
+
+@dataclass(frozen=True, slots=True)
+class WorkloadApi:
+    """What one Kubernetes minor needs to serve and schedule the Workload API."""
+
+    gates: tuple[str, ...]
+    versions: tuple[str, ...]  # scheduling.k8s.io versions turned on by --runtime-config
+
+
+WORKLOAD_API = {
+    36: WorkloadApi(
+        gates=(
+            "GenericWorkload",  # the Workload and PodGroup API
+            "GangScheduling",  # kube-scheduler's gang plugin
+            "TopologyAwareWorkloadScheduling",  # PodGroup schedulingConstraints.topology
+            "WorkloadAwarePreemption",  # preemption of whole pod groups
+            "WorkloadWithJob",  # the Job controller creates a Workload and PodGroup per Job
+        ),
+        versions=("scheduling.k8s.io/v1alpha2",),
+    ),
+    37: WorkloadApi(
+        gates=(
+            "GenericWorkload",  # beta: the Workload and PodGroup API, gang scheduling
+            "TopologyAwareWorkloadScheduling",  # PodGroup schedulingConstraints.topology
+            "WorkloadWithJob",  # a Job's spec.scheduling makes its Workload and PodGroup
+            "PodGroupPreemptionPolicy",  # a PodGroup's own priority and preemptionPolicy
+            "CompositePodGroup",  # nested gangs (v1alpha3 CompositePodGroup)
+        ),
+        versions=("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3"),
+    ),
+}
+SUPPORTED_MINORS = tuple(sorted(WORKLOAD_API))
+
+
+class UnsupportedVersion(ValueError):
+    """The binaries are of a Kubernetes minor whose Workload API gates are not known here."""
+
+
+def workload_api_for(minor: int) -> WorkloadApi:
+    if minor not in WORKLOAD_API:
+        known = ", ".join(f"1.{m}" for m in SUPPORTED_MINORS)
+        raise UnsupportedVersion(
+            f"the Workload API option knows Kubernetes {known}; these binaries are 1.{minor}")
+    return WORKLOAD_API[minor]
+
+
+def minor_of(version: str) -> int:
+    """`v1.37.2` (what `kube-apiserver --version` ends with) -> 37."""
+    parts = version.lstrip("v").split(".")
+    if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit():
+        raise UnsupportedVersion(f"cannot read a Kubernetes version from {version!r}")
+    return int(parts[1])
 
 # What a user of a cluster expects to happen without thinking of a controller: Jobs, Deployments,
 # ReplicaSets and StatefulSets make their pods, deleting an owner deletes what it owns (also
@@ -56,11 +103,19 @@ class Options:
     """Cluster-wide choices that change the components' command lines."""
 
     workload_api: bool = False
+    minor: int = SUPPORTED_MINORS[-1]  # the Kubernetes minor version of the binaries
 
     def feature_gate_args(self) -> list[str]:
         if not self.workload_api:
             return []
-        return ["--feature-gates=" + ",".join(f"{gate}=true" for gate in WORKLOAD_API_GATES)]
+        gates = workload_api_for(self.minor).gates
+        return ["--feature-gates=" + ",".join(f"{gate}=true" for gate in gates)]
+
+    def runtime_config_args(self) -> list[str]:
+        if not self.workload_api:
+            return []
+        versions = workload_api_for(self.minor).versions
+        return ["--runtime-config=" + ",".join(f"{v}=true" for v in versions)]
 
 
 def etcd_args(etcd: Path, run_dir: Path, port: int, peer_port: int) -> list[str]:
@@ -97,6 +152,9 @@ def apiserver_args(
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
+        # no `kubernetes` Service endpoints: nothing here reaches the API server through them,
+        # and 1.37 refuses a loopback advertise address with the endpoint reconciler on
+        "--endpoint-reconciler-type=none",
         f"--secure-port={port}",
         f"--cert-dir={run_dir / 'pki'}",
         f"--tls-cert-file={credentials.serving_cert}",
@@ -115,9 +173,8 @@ def apiserver_args(
         "--profiling=false",
         "--v=0",
         *options.feature_gate_args(),
+        *options.runtime_config_args(),
     ]
-    if options.workload_api:
-        args.append(f"--runtime-config={WORKLOAD_API_VERSION}=true")
     return args
 
 

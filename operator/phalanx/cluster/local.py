@@ -18,8 +18,9 @@ Design:
   ServiceAccounts explicitly when a test needs a token. TaintNodesByCondition is disabled
   too: it taints every new node `not-ready`, and only the node lifecycle controller would
   lift the taint.
-- `workload_api=True` serves Kubernetes v1.36's Workload API (scheduling.k8s.io/v1alpha2
-  Workload and PodGroup) with its feature gates on every component (components.py).
+- `workload_api=True` serves Kubernetes' Workload API (scheduling.k8s.io/v1beta1 and
+  v1alpha3 on 1.37, v1alpha2 on 1.36) with the feature gates of the binaries' minor version
+  on every component (components.py).
 - kwok plays the nodes (Ready, leases) and the pods bound to them (Running; Succeeded or
   Failed after `sim.phalanx.io/complete-after-seconds` / `fail-after-seconds`; removed when
   deleted). kube-scheduler is not started unless asked (`start_scheduler`).
@@ -39,7 +40,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -80,6 +81,7 @@ class ClusterState:
     etcd_port: int
     apiserver_port: int
     workload_api: bool = False
+    minor: int = components.SUPPORTED_MINORS[-1]  # Kubernetes 1.<minor>, of the binaries
 
     def to_json(self) -> str:
         data = {
@@ -100,6 +102,7 @@ class ClusterState:
             etcd_port=int(data["etcd_port"]),
             apiserver_port=int(data["apiserver_port"]),
             workload_api=data.get("workload_api") is True,
+            minor=int(data.get("minor", components.SUPPORTED_MINORS[-1])),
         )
 
 
@@ -138,7 +141,8 @@ class LocalCluster:
         if state_file.is_file():
             cluster._state = ClusterState.from_json(state_file.read_text())
             cluster.kubeconfig = cluster._state.kubeconfig
-            cluster.options = components.Options(workload_api=cluster._state.workload_api)
+            cluster.options = components.Options(
+                workload_api=cluster._state.workload_api, minor=cluster._state.minor)
         return cluster
 
     def start(self, timeout: float = 90.0, attempts: int = 3) -> LocalCluster:
@@ -149,6 +153,8 @@ class LocalCluster:
         in between, the start is retried on fresh ports.
         """
         tools = binaries.require_all(self.bin_dir)
+        version = binaries.kubernetes_version(tools["kube-apiserver"])
+        self.options = replace(self.options, minor=components.minor_of(version))
         if processes.alive(self.run_dir):
             raise ClusterError(f"a cluster is already running in {self.run_dir}; stop it first")
         for attempt in range(1, attempts + 1):
@@ -174,6 +180,7 @@ class LocalCluster:
             etcd_port=etcd_port,
             apiserver_port=api_port,
             workload_api=self.options.workload_api,
+            minor=self.options.minor,
         )
         self._state = state
         internal_kubeconfig = self.internal_kubeconfig
@@ -260,6 +267,12 @@ class LocalCluster:
     @property
     def server(self) -> str:
         return self.state.server
+
+    @property
+    def pod_group_version(self) -> str:
+        """The version of Kubernetes' own PodGroup this cluster serves with the Workload API
+        on (`scheduling.k8s.io/v1beta1` on 1.37, `.../v1alpha2` on 1.36)."""
+        return components.workload_api_for(self.state.minor).versions[0]
 
     @property
     def token(self) -> str:

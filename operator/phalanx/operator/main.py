@@ -20,7 +20,7 @@ from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
 from phalanx.operator.clock import Clock
 from phalanx.operator.kube.client import (
-    UPSTREAM_GROUP_VERSION,
+    UPSTREAM_GROUP_VERSIONS,
     Api,
     KubeApi,
     api_path,
@@ -162,12 +162,13 @@ class Operator:
 
     def _watch_optional(self, kind: OptionalKind) -> None:
         """Start the watch of a kind discovery found (Kubernetes' PodGroups, or a workload
-        kind: its store joins the merged workload store)."""
+        kind: its store joins the merged workload store). Kubernetes' PodGroups come in
+        the first of UPSTREAM_GROUP_VERSIONS served (discovery watches one version)."""
         source = ApiListWatch(self.api_client, path=api_path(kind.group_version, kind.plural))
         watch = RawWatch(source, self.loop.poke, api_version=kind.group_version, kind=kind.kind,
                          on_arrival=self.loop.arrive)
         self.optional_watches.append(watch)
-        if kind == UPSTREAM_POD_GROUPS:
+        if kind in UPSTREAM_POD_GROUPS:
             self.stores[Kind.UPSTREAM_POD_GROUP] = watch.store
         else:
             self.workload_store.stores.append(watch.store)
@@ -186,9 +187,10 @@ class Operator:
         log.info("operator stopped", cycles=self.loop.cycles)
 
 
-UPSTREAM_POD_GROUPS = OptionalKind(UPSTREAM_GROUP_VERSION, "podgroups", "PodGroup")
+UPSTREAM_POD_GROUPS = tuple(
+    OptionalKind(version, "podgroups", "PodGroup") for version in UPSTREAM_GROUP_VERSIONS)
 OPTIONAL_KINDS = (
-    UPSTREAM_POD_GROUPS,
+    *UPSTREAM_POD_GROUPS,
     *(OptionalKind(k.api_version, k.plural, k.kind) for k in WORKLOAD_KINDS),
 )
 

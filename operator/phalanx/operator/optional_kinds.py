@@ -29,10 +29,17 @@ class OptionalKind:
     plural: str
     kind: str
 
+    @property
+    def resource(self) -> str:
+        """plural.group: the same objects in every version the API server serves."""
+        return f"{self.plural}.{self.group_version.rpartition('/')[0]}"
+
 
 class OptionalKinds:
     """Calls `watch(kind)` once for each of `kinds` the API server serves, as soon as
-    discovery finds it."""
+    discovery finds it. Kinds listed in several versions (Kubernetes' PodGroup: v1beta1
+    on 1.37, v1alpha2 on 1.36) are watched in one only, the first listed that is served:
+    every served version shows the same objects."""
 
     def __init__(
         self,
@@ -51,11 +58,12 @@ class OptionalKinds:
 
     async def discover(self) -> list[OptionalKind]:
         """Start watching the kinds served now and not watched yet; returns them."""
-        found = [
-            kind for kind in self._kinds
-            if kind not in self.watched and await serves(self._api, kind.group_version, kind.plural)
-        ]
-        for kind in found:
+        found: list[OptionalKind] = []
+        for kind in self._kinds:
+            if kind.resource in self._resources() or not await serves(
+                    self._api, kind.group_version, kind.plural):
+                continue
+            found.append(kind)
             self.watched.append(kind)
             self._watch(kind)
         if found:
@@ -63,10 +71,13 @@ class OptionalKinds:
                      kinds=[k.kind for k in self.watched])
         return found
 
+    def _resources(self) -> set[str]:
+        return {kind.resource for kind in self.watched}
+
     async def run(self) -> None:
         """Discover again every `period` seconds until every kind is watched (or the task
         is cancelled); a failed discovery is logged and tried again next period."""
-        while len(self.watched) < len(self._kinds):
+        while self._resources() != {kind.resource for kind in self._kinds}:
             await self._clock.sleep(self._period)
             try:
                 await self.discover()

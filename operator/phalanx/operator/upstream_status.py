@@ -1,8 +1,9 @@
-"""What Kubernetes' own PodGroup (scheduling.k8s.io/v1alpha2) should say after a cycle.
+"""What Kubernetes' own PodGroup (scheduling.k8s.io) should say after a cycle.
 
-kube-scheduler reports a gang on one condition, `PodGroupScheduled`
-(pkg/scheduler/schedule_one_podgroup.go, v1.36): True with reason `Scheduled` once the
-gang is placed; False with reason `Unschedulable` (it does not fit) or `SchedulerError`
+kube-scheduler reports a gang on one condition (pkg/scheduler/schedule_one_podgroup.go):
+`PodGroupInitiallyScheduled` in v1beta1 and v1alpha3 (Kubernetes 1.37), `PodGroupScheduled`
+in v1alpha2 (1.36); the object's own apiVersion says which. True with reason `Scheduled` once
+the gang is placed; False with reason `Unschedulable` (it does not fit) or `SchedulerError`
 (it cannot be read); never set back from True to False by a later cycle; nothing while
 fewer than minCount pods exist. Phalanx writes the same, so whatever reads that
 condition sees Phalanx's gangs as it sees kube-scheduler's; the Events carry Phalanx's
@@ -24,7 +25,8 @@ from phalanx.core.model.status import Reason, StatusCode
 from phalanx.operator.cache import Body
 from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
 
-SCHEDULED = "PodGroupScheduled"
+SCHEDULED = "PodGroupInitiallyScheduled"  # v1beta1, v1alpha3
+SCHEDULED_V1ALPHA2 = "PodGroupScheduled"
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
@@ -38,7 +40,7 @@ class UpstreamReport:
 
 
 def upstream_report(group: Body, decision: GroupDecision, now: float) -> UpstreamReport:
-    wanted = _condition(decision)
+    wanted = _condition(group, decision)
     if wanted is None:
         return UpstreamReport(None)
     before = _scheduled_condition(group)
@@ -51,11 +53,18 @@ def upstream_report(group: Body, decision: GroupDecision, now: float) -> Upstrea
 def released_status(group: Body, message: str, now: float) -> dict[str, Any] | None:
     """The status of a gang whose partly placed pods were deleted: not scheduled (also
     after True), `message` saying what was released; None if it says so already."""
-    return _with_condition(group, _made("False", UNSCHEDULABLE, message), now)
+    return _with_condition(group, _made(group, "False", UNSCHEDULABLE, message), now)
+
+
+def condition_type(group: Body) -> str:
+    """The scheduling condition's type in the PodGroup's own API version."""
+    version = str(group.get("apiVersion") or "")
+    return SCHEDULED_V1ALPHA2 if version.endswith("/v1alpha2") else SCHEDULED
 
 
 def _scheduled_condition(group: Body) -> Mapping[str, Any] | None:
-    return next((c for c in _conditions(group) if c.get("type") == SCHEDULED), None)
+    wanted = condition_type(group)
+    return next((c for c in _conditions(group) if c.get("type") == wanted), None)
 
 
 def _conditions(group: Body) -> list[Mapping[str, Any]]:
@@ -64,7 +73,7 @@ def _conditions(group: Body) -> list[Mapping[str, Any]]:
 
 
 def _with_condition(group: Body, wanted: dict[str, Any], now: float) -> dict[str, Any] | None:
-    """The whole status with `wanted` as PodGroupScheduled (its transition time kept while
+    """The whole status with `wanted` as the scheduling condition (its transition time kept while
     its status stays), other conditions kept; None when nothing would change."""
     before = _scheduled_condition(group)
     same = before is not None and before.get("status") == wanted["status"]
@@ -76,24 +85,24 @@ def _with_condition(group: Body, wanted: dict[str, Any], now: float) -> dict[str
     condition["lastTransitionTime"] = condition["lastTransitionTime"] or timestamp(now)
     if before is not None and all(before.get(k) == v for k, v in condition.items()):
         return None
-    others = [dict(c) for c in _conditions(group) if c.get("type") != SCHEDULED]
+    others = [dict(c) for c in _conditions(group) if c.get("type") != wanted["type"]]
     return {"conditions": [*others, condition]}
 
 
-def _condition(decision: GroupDecision) -> dict[str, Any] | None:
+def _condition(group: Body, decision: GroupDecision) -> dict[str, Any] | None:
     if decision.scheduled or decision.on_nodes >= decision.min_member:
-        return _made("True", "Scheduled", decision.message)
+        return _made(group, "True", "Scheduled", decision.message)
     if decision.reason == Reason.GANG_INCOMPLETE:
         return None  # kube-scheduler waits for minCount pods without a word
     if decision.code == StatusCode.ERROR:
-        return _made("False", SCHEDULER_ERROR, decision.message)
+        return _made(group, "False", SCHEDULER_ERROR, decision.message)
     if decision.code in (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE):
-        return _made("False", UNSCHEDULABLE, decision.message)
+        return _made(group, "False", UNSCHEDULABLE, decision.message)
     return None
 
 
-def _made(status: str, reason: str, message: str) -> dict[str, Any]:
-    return {"type": SCHEDULED, "status": status, "reason": reason,
+def _made(group: Body, status: str, reason: str, message: str) -> dict[str, Any]:
+    return {"type": condition_type(group), "status": status, "reason": reason,
             "message": message[:MAX_MESSAGE]}
 
 

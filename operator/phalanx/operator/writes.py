@@ -176,7 +176,8 @@ class Writes:
         self, ref: str, plural: str, body: Body, desired: Mapping[str, Any]
     ) -> bool:
         meta = body.get("metadata", {})
-        path = group_path(plural, meta.get("name", ""), meta.get("namespace", ""), "status")
+        path = group_path(plural, meta.get("name", ""), meta.get("namespace", ""), "status",
+                          api_version=body.get("apiVersion"))
         reply = await self._api.request("PATCH", path, {"status": desired}, MERGE_PATCH)
         self.counts.status_writes += 1
         if not reply.ok:

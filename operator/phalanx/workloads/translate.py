@@ -51,13 +51,15 @@ _WORKLOAD_KIND_NAMES = frozenset(kind.kind for kind in WORKLOAD_KINDS)
 def pod_groups_for(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The PodGroups a workload should have: none unless it carries the label
     `scheduling.phalanx.io/queue`, or when another workload controls it (a JobSet's
-    Jobs, a TrainJob's JobSet: the parent's gang already holds their pods)."""
+    Jobs, a TrainJob's JobSet: the parent's gang already holds their pods), or when it
+    is a Job with `spec.scheduling` (Kubernetes 1.37): the Job controller makes its
+    Workload and PodGroup, and that PodGroup is the gang Phalanx places."""
     kind = kind_of(str(obj.get("kind")))
     if kind is None:
         return []
     reader = Reader(kind.kind, obj, namespaced=True)
     queue = reader.labels("metadata.labels").get(QUEUE_KEY)
-    if not queue or _controlled_by_workload(reader):
+    if not queue or _controlled_by_workload(reader) or _scheduled_by_kubernetes(reader):
         return []
     settings = read_group_annotations(reader)
     override = min_member_override(reader)
@@ -65,6 +67,11 @@ def pod_groups_for(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         _pod_group(reader, kind, gang, queue, settings, override)
         for gang in _GANGS[kind.kind](reader)
     ]
+
+
+def _scheduled_by_kubernetes(reader: Reader) -> bool:
+    """A Job that declares its own gang (`spec.scheduling`, Kubernetes' Workload API)."""
+    return reader.kind == "Job" and reader.mapping("spec").get("scheduling") is not None
 
 
 def _controlled_by_workload(reader: Reader) -> bool:

@@ -50,15 +50,22 @@ class Api(Protocol):
 
 
 APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (the body may be JSON)
-UPSTREAM_GROUP_VERSION = "scheduling.k8s.io/v1alpha2"
+# Kubernetes' own PodGroup, in the order Phalanx prefers the versions: discovery watches the
+# first one the API server serves (v1beta1 on 1.37, v1alpha2 on 1.36).
+UPSTREAM_GROUP_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")
 UPSTREAM_PODGROUPS = "podgroups.scheduling.k8s.io"  # plural.group, as kubectl spells it
 
 
-def group_path(plural: str, name: str = "", namespace: str = "", sub: str = "") -> str:
+def group_path(
+    plural: str, name: str = "", namespace: str = "", sub: str = "",
+    api_version: str | None = None,
+) -> str:
     """URL path of a Phalanx custom object (namespaced when `namespace` is given), or of
-    Kubernetes' own PodGroup when `plural` is UPSTREAM_PODGROUPS."""
+    Kubernetes' own PodGroup when `plural` is UPSTREAM_PODGROUPS, in `api_version` (the
+    version the object was read in) or else the preferred one."""
     if plural == UPSTREAM_PODGROUPS:
-        return api_path(UPSTREAM_GROUP_VERSION, "podgroups", name, namespace, sub)
+        version = api_version or UPSTREAM_GROUP_VERSIONS[0]
+        return api_path(version, "podgroups", name, namespace, sub)
     return api_path(f"{API_GROUP}/{API_VERSION}", plural, name, namespace, sub)
 
 
