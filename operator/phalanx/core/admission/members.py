@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from operator import attrgetter
 
-from phalanx.core.model.inputs import GroupInfo, PodInfo
+from phalanx.core.model.inputs import DISRUPT_ALL, GroupInfo, PodInfo
 from phalanx.core.model.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.model.result import GroupDecision, PodCounts
 from phalanx.core.model.status import Problem, Reason, StatusCode
@@ -142,7 +142,7 @@ def _group_work(index: ClusterIndex, key: GroupKey) -> GroupWork:
         # by keyword, this call was a twentieth of a late Alibaba simulator cycle)
         return _settled(index, key, group, pods, priority)
     gang, extras, problem = _split_gang(group, running, pods.waiting)
-    problem = _invalid_pod(pods.waiting) or problem
+    problem = _invalid_pod(pods.waiting) or _disrupted(group, running) or problem
     if not running and not pods.waiting and (counts.succeeded or counts.failed):
         message = f"all pods finished: {counts.succeeded} succeeded, {counts.failed} failed"
         problem = Problem(StatusCode.SUCCESS, Reason.FINISHED, message)
@@ -171,6 +171,19 @@ def _missing_group(index: ClusterIndex, key: GroupKey) -> Problem:
         return Problem(StatusCode.ERROR, Reason.INVALID_SPEC, str(invalid))
     message = f"pods name group {key}, which does not exist"
     return Problem(StatusCode.UNSCHEDULABLE, Reason.GROUP_NOT_FOUND, message)
+
+
+def _disrupted(group: GroupInfo, running: tuple[PodInfo, ...]) -> Problem | None:
+    """A group of disruptionMode All that ran whole and lost pods is never topped up with
+    replacements placed alone: its running pods are released (`partial`) and the whole
+    group is placed again together."""
+    if group.disruption != DISRUPT_ALL or not group.ran_whole:
+        return None
+    if not 0 < len(running) < group.min_member:
+        return None
+    message = (f"{len(running)} of {group.min_member} pods are left and its disruptionMode is "
+               "All: the group is placed again whole, not one pod at a time")
+    return Problem(StatusCode.UNSCHEDULABLE, Reason.GANG_INCOMPLETE, message)
 
 
 def _invalid_pod(waiting: tuple[PodInfo, ...]) -> Problem | None:
@@ -241,7 +254,10 @@ def _split_gang(
 
 
 def _priority(index: ClusterIndex, group: GroupInfo | None, pods: GroupPods) -> int:
-    """The group's PriorityClass if it names a known one, else its pods' highest."""
+    """The group's own priority (Kubernetes' PodGroup spec.priority), else its PriorityClass
+    if it names a known one, else its pods' highest."""
+    if group is not None and group.priority is not None:
+        return group.priority
     if group is not None and group.priority_class_name in index.priority_values:
         return index.priority_values[group.priority_class_name]
     return index.default_priority if pods.priority is None else pods.priority

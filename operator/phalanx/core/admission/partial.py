@@ -5,7 +5,10 @@ the rest waits; a node failure can leave a running gang short the same way. The 
 cycles try to place the missing pods; if the gang is still partial past its deadline
 (its scheduleTimeoutSeconds, at least `partial_grace_seconds`), its placed pods are
 released: deleted when a controller will recreate them (so the whole gang starts again
-together), or left running with a Warning when nothing would recreate them. Decided
+together), or left running with a Warning when nothing would recreate them. A Kubernetes
+PodGroup that ran whole says how it may lose pods (disruptionMode): `Single`, one at a time,
+so the rest keeps running and the replacement waits alone, never released; `All`, only
+together, so its running pods are released at once, with no deadline. Decided
 here, like every scheduling decision, so the shell only deletes and reports; when a
 gang was first seen partial is handed back by the shell each cycle (`partial_since`).
 """
@@ -17,7 +20,7 @@ from dataclasses import replace
 
 from phalanx.core.admission.node_loss import lost_message, lost_nodes
 from phalanx.core.model.config import SchedulerConfig
-from phalanx.core.model.inputs import GroupInfo, PodInfo
+from phalanx.core.model.inputs import DISRUPT_ALL, GroupInfo, PodInfo
 from phalanx.core.model.result import GroupDecision, PartialRelease
 from phalanx.core.snapshot.picture import Snapshot
 
@@ -55,7 +58,11 @@ def _check(
     if not 0 < decision.placed < decision.min_member:  # not partial: most groups, at once
         return decision, None
     group = snapshot.index.groups.get(decision.group)
-    if group is None or decision.implicit or not is_partial(decision, group.phase):
+    if group is None or decision.implicit:
+        return decision, None
+    if group.disruption is not None and group.ran_whole:
+        return _disrupted(snapshot, group, decision)
+    if not is_partial(decision, group.phase):
         return decision, None
     since = snapshot.partial_since.get(decision.group, now)
     waiting = replace(decision, partial_since=since)
@@ -72,8 +79,24 @@ def _check(
     return waiting, PartialRelease(decision.group, (), LEFT_RUNNING, message)
 
 
+def _disrupted(
+    snapshot: Snapshot, group: GroupInfo, decision: GroupDecision
+) -> tuple[GroupDecision, PartialRelease | None]:
+    """A Kubernetes PodGroup that ran whole and lost pods: kept (Single), or all its
+    placed pods released now so it is placed again whole (All)."""
+    finished = decision.counts.succeeded + decision.counts.failed
+    if group.disruption != DISRUPT_ALL or finished:
+        return decision, None
+    members = snapshot.index.members.get(decision.group)
+    placed = members.running if members is not None else ()
+    if not placed or not all(pod.controlled for pod in placed):
+        return decision, None
+    return decision, _released(snapshot, group, decision, placed, "its disruptionMode is All")
+
+
 def _released(
-    snapshot: Snapshot, group: GroupInfo, decision: GroupDecision, placed: Sequence[PodInfo]
+    snapshot: Snapshot, group: GroupInfo, decision: GroupDecision, placed: Sequence[PodInfo],
+    why: str = "",
 ) -> PartialRelease:
     """Deleting the placed pods, naming the failed nodes that took the rest, if any."""
     members = snapshot.index.members.get(decision.group)
@@ -81,8 +104,9 @@ def _released(
     on_nodes = [pod.node_name for pod in placed if pod.node_name]
     lost = lost_nodes([*group.placed_nodes, *on_nodes], snapshot.index, tolerations)
     cause = f" ({lost_message(lost)} failed)" if lost else ""
+    because = f" ({why})" if why else ""
     message = (
         f"{len(placed)} of {decision.min_member} pods were placed and the rest could "
-        f"not be{cause}; deleted the placed pods so their controller recreates them"
+        f"not be{cause}; deleted the placed pods{because} so their controller recreates them"
     )
     return PartialRelease(decision.group, tuple(pod.key for pod in placed), RELEASED, message)

@@ -44,6 +44,9 @@ __all__ = [
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
+# Kubernetes' PodGroup disruptionMode: how a running group may lose pods
+DISRUPT_ALL = "All"  # only together: a lost pod sends the whole group back to be placed whole
+DISRUPT_SINGLE = "Single"  # one at a time: a lost pod is replaced alone, victims may be single pods
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +214,13 @@ class GroupInfo:
     api_group: str = API_GROUP
     phase: str = "Pending"  # status.phase, as the last cycle reported it
     placed_nodes: tuple[str, ...] = ()  # status.placement.nodes (outlives failed nodes)
+    # Kubernetes' PodGroup fields (v1beta1): the group's own priority and preemptionPolicy
+    # (None: from its PriorityClass, else its pods), and its disruptionMode (None: Phalanx's
+    # own, a replacement placed alone and the rest released past the group's deadline)
+    priority: int | None = None
+    preemption_policy: str | None = None
+    disruption: str | None = None
+    ran_whole: bool = False  # its scheduling condition says it was placed whole once
 
     @property
     def key(self) -> GroupKey:

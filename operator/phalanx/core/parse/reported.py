@@ -27,3 +27,17 @@ def read_placed_nodes(obj: Mapping[str, Any]) -> tuple[str, ...]:
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     status = obj.get("status")
     return status if isinstance(status, Mapping) else {}
+
+
+# Kubernetes' PodGroup has no phase; its scheduling condition stays True once the group was
+# placed whole (PodGroupInitiallyScheduled in v1beta1, PodGroupScheduled in v1alpha2).
+_SCHEDULED_CONDITIONS = frozenset({"PodGroupInitiallyScheduled", "PodGroupScheduled"})
+
+
+def read_ran_whole(obj: Mapping[str, Any]) -> bool:
+    """Kubernetes' PodGroup says it was scheduled (placed whole) once."""
+    conditions = _status(obj).get("conditions")
+    return any(
+        isinstance(condition, Mapping) and condition.get("type") in _SCHEDULED_CONDITIONS
+        and condition.get("status") == "True"
+        for condition in (conditions if isinstance(conditions, list) else ()))

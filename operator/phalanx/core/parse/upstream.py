@@ -1,18 +1,30 @@
-"""Kubernetes' own PodGroup (`scheduling.k8s.io/v1alpha2`, the Workload API) -> GroupInfo.
+"""Kubernetes' own PodGroup (`scheduling.k8s.io`, the Workload API) -> GroupInfo.
 
+Read in whichever version the API server serves: v1beta1 (and v1alpha3) on Kubernetes 1.37,
+v1alpha2 on 1.36; the fields below mean the same in each, and the core never sees a version.
 `schedulingPolicy.gang.minCount` is the gang's minMember; `basic` means independent pods
 (a group of minMember 1: each pod placed on its own, yet inside the required domain);
 `schedulingConstraints.topology[0].key` is a node label key, the level the gang must stay
-within. What that API cannot say (queue, priority class, preferred level, sub-groups,
-a schedule timeout) comes from Phalanx's annotations on the same object.
+within. `priority` and `preemptionPolicy` are the group's own (they win over its
+PriorityClass); `disruptionMode` says whether a running group loses pods one at a time
+(`single`; 1.36's "Pod") or only all together (`all`; 1.36's "PodGroup"). What that API
+cannot say (queue, preferred level, sub-groups, a schedule timeout) comes from Phalanx's
+annotations on the same object. A spec field Phalanx does not act on is named in an
+InvalidSpec condition rather than dropped unseen.
 """
-
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.core.model.inputs import GroupInfo, GroupTopology
+from phalanx.core.model.inputs import (
+    DISRUPT_ALL,
+    DISRUPT_SINGLE,
+    PREEMPT_LOWER_PRIORITY,
+    PREEMPT_NEVER,
+    GroupInfo,
+    GroupTopology,
+)
 from phalanx.core.model.names import (
     DEFAULT_QUEUE,
     DEFAULT_TOPOLOGY,
@@ -28,9 +40,21 @@ from phalanx.core.parse.annotations import (
 )
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.nominated import read_nomination
-from phalanx.core.parse.reported import read_phase, read_placed_nodes
+from phalanx.core.parse.reported import read_phase, read_placed_nodes, read_ran_whole
 
 _TOPOLOGY = "spec.schedulingConstraints.topology"
+# Spec fields read below, or that only say where the group came from (its Workload).
+_READ = frozenset({
+    "schedulingPolicy", "schedulingConstraints", "priorityClassName", "priority",
+    "preemptionPolicy", "disruptionMode", "workloadRef", "podGroupTemplateRef",
+})
+# Fields of the API that Phalanx does not act on yet: a group using one waits, told why.
+_NOT_YET = {
+    "resourceClaims": "Phalanx does not allocate a PodGroup's shared ResourceClaims yet",
+    "parentCompositePodGroupName": "Phalanx does not place composite pod groups yet",
+}
+_DISRUPTION = {"single": DISRUPT_SINGLE, "all": DISRUPT_ALL,  # v1beta1, v1alpha3
+               "Pod": DISRUPT_SINGLE, "PodGroup": DISRUPT_ALL}  # v1alpha2
 
 
 def is_upstream(obj: Mapping[str, Any]) -> bool:
@@ -40,6 +64,7 @@ def is_upstream(obj: Mapping[str, Any]) -> bool:
 
 def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
     reader = Reader("PodGroup", obj, namespaced=True)
+    _check_fields(reader)
     annotations = read_group_annotations(reader)
     labels = reader.labels("metadata.labels")
     queue = reader.labels("metadata.annotations").get(QUEUE_KEY) or labels.get(QUEUE_KEY)
@@ -58,7 +83,38 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         nomination=read_nomination(reader),
         phase=read_phase(obj),
         placed_nodes=read_placed_nodes(obj),
+        priority=reader.integer("spec.priority"),
+        preemption_policy=_preemption_policy(reader),
+        disruption=_disruption(reader),
+        ran_whole=read_ran_whole(obj),
     )
+
+
+def _check_fields(reader: Reader) -> None:
+    for field in reader.mapping("spec"):
+        if field in _NOT_YET:
+            raise reader.error(f"spec.{field}", _NOT_YET[field])
+        if field not in _READ:
+            raise reader.error(f"spec.{field}", "Phalanx does not know this field")
+
+
+def _preemption_policy(reader: Reader) -> str | None:
+    policy = reader.string("spec.preemptionPolicy")
+    if policy not in (None, PREEMPT_NEVER, PREEMPT_LOWER_PRIORITY):
+        wanted = f"{PREEMPT_NEVER} or {PREEMPT_LOWER_PRIORITY}"
+        raise reader.error("spec.preemptionPolicy", f"expected {wanted}, got {policy!r}")
+    return policy
+
+
+def _disruption(reader: Reader) -> str | None:
+    """`{single: {}}` / `{all: {}}` (v1beta1), or "Pod" / "PodGroup" (v1alpha2)."""
+    mode = reader.get("spec.disruptionMode")
+    if mode is None:
+        return None
+    names = [mode] if isinstance(mode, str) else list(mode) if isinstance(mode, Mapping) else []
+    if len(names) != 1 or names[0] not in _DISRUPTION:
+        raise reader.error("spec.disruptionMode", f"expected single or all, got {mode!r}")
+    return _DISRUPTION[names[0]]
 
 
 def _min_member(reader: Reader) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from phalanx.core.admission.queues import QueueLedger
 from phalanx.core.model.eviction import EvictionReason
 from phalanx.core.model.inputs import PREEMPT_NEVER
+from phalanx.core.model.names import GroupKey
 from phalanx.core.preemption.units import Unit
 from phalanx.core.snapshot.picture import ClusterIndex
 
@@ -106,7 +107,7 @@ def claim_for(
         group=group,
         queue=queue,
         priority=priority,
-        preempt=may_preempt(index, priority_class),
+        preempt=may_preempt(index, priority_class, _own_policy(index, group)),
         reclaim=reclaim,
         chain=chain,
         budgets=budgets,
@@ -114,9 +115,18 @@ def claim_for(
     )
 
 
-def may_preempt(index: ClusterIndex, priority_class: str | None) -> bool:
-    """False when the group's PriorityClass (else the global default) says
-    `preemptionPolicy: Never`."""
+def _own_policy(index: ClusterIndex, group: str) -> str | None:
+    info = index.groups.get(GroupKey(group))
+    return info.preemption_policy if info is not None else None
+
+
+def may_preempt(
+    index: ClusterIndex, priority_class: str | None, own_policy: str | None = None
+) -> bool:
+    """False when the group's own preemptionPolicy (Kubernetes' PodGroup), else its
+    PriorityClass's (else the global default's) says `Never`."""
+    if own_policy is not None:
+        return own_policy != PREEMPT_NEVER
     policies = index.preemption_policies
     policy = policies.get(priority_class, "") if priority_class else index.default_policy
     return policy != PREEMPT_NEVER

@@ -1,7 +1,8 @@
 """What may be evicted, in units that keep gangs whole.
 
 A unit is either one elastic pod above its group's minMember (evicting it leaves the
-gang intact) or every running pod of a group (a whole gang), or a lone pod of ours.
+gang intact) or every running pod of a group (a whole gang), or a lone pod of ours. A
+Kubernetes PodGroup of disruptionMode Single has every pod elastic: it may lose one.
 Pods no Phalanx group owns and that we did not place (other schedulers') are never in
 a unit. Units are built and sorted once per cycle, cheapest first: lowest priority,
 then fewest GPUs, then fewest pods, then the most recently started.
@@ -14,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.inputs import DISRUPT_SINGLE, GroupInfo, PodInfo
 from phalanx.core.model.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.snapshot.picture import ClusterIndex, GroupPods
 from phalanx.core.snapshot.resources import charged, total_of
@@ -66,7 +67,7 @@ def build_units(
             continue
         queue = group.queue if group is not None else DEFAULT_QUEUE
         priority = _group_priority(index, key, pods, group_priority)
-        minimum = group.min_member if group is not None else 1
+        minimum = _kept_together(group)
         units.extend(_group_units(index, key, queue, priority, pods, running, minimum, refused))
     for pod in _evictable_loose(index):
         if pod.key not in refused and (near is None or pod.node_name in near):
@@ -77,6 +78,14 @@ def build_units(
 
 
 _NODE_NAME = attrgetter("node_name")
+
+
+def _kept_together(group: GroupInfo | None) -> int:
+    """How many running pods of a group only go together: its minMember, or none for a
+    Kubernetes PodGroup of disruptionMode Single (its pods may be evicted one by one)."""
+    if group is None:
+        return 1
+    return 0 if group.disruption == DISRUPT_SINGLE else group.min_member
 
 
 def priority_bounds(
