@@ -91,3 +91,14 @@ def test_pytorchjob_pods_but_not_other_kubeflow_kinds() -> None:
     assert implied_groups(labels) == ("pytorchjob-pt",)
     tf = {**labels, "training.kubeflow.org/operator-name": "tfjob-controller"}
     assert implied_groups(tf) == ()
+
+
+def test_a_jobs_phalanx_gang_wins_over_the_basic_group_kubernetes_gives_every_job() -> None:
+    """Kubernetes 1.37 puts every Job's pods in a PodGroup of its own (basic unless the Job
+    asks for a gang); a queue-labelled Job's Phalanx gang, where it exists, holds them."""
+    upstream = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                "metadata": {"name": "train-pg", "namespace": "ml"},
+                "spec": {"schedulingPolicy": {"basic": {}}}}
+    member = pod(JOB, schedulingGroup={"podGroupName": "train-pg"})
+    assert group_of(member, upstream, group("job-train-workers-0")) == "job-train-workers-0"
+    assert group_of(member, upstream) == "train-pg"  # no Phalanx gang: Kubernetes' group

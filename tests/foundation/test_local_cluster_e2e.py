@@ -57,7 +57,7 @@ def test_cli_up_status_down_with_kube_scheduler_and_the_workload_api(tmp_path: P
         assert status.returncode == 0 and "2 kwok nodes Ready" in status.stdout
         assert cluster.options.workload_api  # remembered for later kube-scheduler starts
         resources = cluster.kubectl("api-resources", "--api-group=scheduling.k8s.io").stdout
-        assert "scheduling.k8s.io/v1alpha2" in resources
+        assert cluster.pod_group_version in resources
         # kube-scheduler binds a default-scheduler pod onto a kwok node, where it runs.
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}

@@ -18,6 +18,7 @@ from gang_checks import EXAMPLES, apply_example, racks
 from phalanx.cluster import LocalCluster
 from phalanx.cluster.workload_controllers import Running
 from phalanx.operator.main import Operator
+from phalanx.operator.upstream_status import condition_type
 from polling import eventually, get_json
 
 LWS = "leaderworkerset.sigs.k8s.io"
@@ -33,7 +34,10 @@ PHALANX_GANGS: dict[str, dict[str, tuple[str, int]]] = {
     "trainjob.yaml": {"trainjob-llm": ("jobset.sigs.k8s.io/jobset-name=llm", 4)},
 }
 # file -> how many pods its Kubernetes PodGroup (Workload API) gangs, one PodGroup each.
-UPSTREAM_GANGS: dict[str, int] = {"podgroup-upstream.yaml": 2, "job-workload-api.yaml": 4}
+# file -> the size of each of its Kubernetes PodGroups (the composite's two children)
+UPSTREAM_GANGS: dict[str, list[int]] = {"podgroup-upstream.yaml": [2],
+                                        "job-workload-api.yaml": [4],
+                                        "compositepodgroup.yaml": [4, 4]}
 
 
 def test_every_example_file_is_checked_here() -> None:
@@ -105,12 +109,11 @@ def test_the_workload_api_examples_run_as_kubernetes_gangs(
         return {
             g["metadata"]["name"] for g in groups
             for c in (g.get("status") or {}).get("conditions") or []
-            if c["type"] == "PodGroupScheduled" and c["status"] == "True"
+            if c["type"] == condition_type(g) and c["status"] == "True"
         }
 
-    assert eventually(lambda: sorted(members().values()) == sorted(UPSTREAM_GANGS.values()), 120), (
-        members()
-    )
+    sizes = sorted(size for counts in UPSTREAM_GANGS.values() for size in counts)
+    assert eventually(lambda: sorted(members().values()) == sizes, 120), members()
     assert eventually(lambda: scheduled() == set(members())), (scheduled(), members())
     assert get_json(cluster, "pg", "-n", namespace)["items"] == []  # no Phalanx PodGroup
     pair = [p for p in get_json(cluster, "pods", "-n", namespace)["items"]

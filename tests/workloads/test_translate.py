@@ -85,6 +85,11 @@ def test_a_job_with_kubernetes_own_scheduling_gets_no_second_gang() -> None:
     gang = {"schedulingPolicy": {"gang": {"minCount": 4}}}
     assert pod_groups_for(job(4, scheduling=gang)) == []
     assert len(pod_groups_for(job(4))) == 1
+    cron = job(4, scheduling=gang)  # a CronJob's Job: Kubernetes makes it no Workload
+    cron["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "c",
+         "controller": True}]
+    assert len(pod_groups_for(cron)) == 1
 
 
 def test_a_workload_without_the_queue_label_gets_no_gang() -> None:

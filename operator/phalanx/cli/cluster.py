@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workload-api",
         action="store_true",
-        help="serve Kubernetes v1.36's Workload API (scheduling.k8s.io/v1alpha2 Workload, "
-        "PodGroup) with its alpha feature gates on every component",
+        help="serve Kubernetes' Workload API (scheduling.k8s.io: v1beta1 and v1alpha3 on 1.37, "
+        "v1alpha2 on 1.36) with that release's feature gates on every component",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for nodes")
 
@@ -81,7 +81,7 @@ def _up(args: argparse.Namespace) -> int:
             cluster.start_scheduler()
             print("kube-scheduler started")
         if args.workload_api:
-            print("Workload API on (scheduling.k8s.io/v1alpha2); `kubectl get podgroups` now "
+            print("Workload API on (scheduling.k8s.io); `kubectl get podgroups` now "
                   "means the built-in kind: use `kubectl get pg` for Phalanx's")
     except BaseException:
         cluster.stop()

@@ -153,8 +153,9 @@ class LocalCluster:
         in between, the start is retried on fresh ports.
         """
         tools = binaries.require_all(self.bin_dir)
-        version = binaries.kubernetes_version(tools["kube-apiserver"])
-        self.options = replace(self.options, minor=components.minor_of(version))
+        if self.options.workload_api:  # its gates and versions depend on the release
+            version = binaries.kubernetes_version(tools["kube-apiserver"])
+            self.options = replace(self.options, minor=components.minor_of(version))
         if processes.alive(self.run_dir):
             raise ClusterError(f"a cluster is already running in {self.run_dir}; stop it first")
         for attempt in range(1, attempts + 1):

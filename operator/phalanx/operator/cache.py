@@ -34,7 +34,8 @@ class Kind(enum.StrEnum):
     QUEUE = "phalanx_queues"
     NETWORK_TOPOLOGY = "phalanx_networktopologies"
     PRIORITY_CLASS = "phalanx_priorityclasses"
-    UPSTREAM_POD_GROUP = "phalanx_upstream_podgroups"  # scheduling.k8s.io/v1alpha2
+    UPSTREAM_POD_GROUP = "phalanx_upstream_podgroups"  # scheduling.k8s.io v1beta1 / v1alpha2
+    UPSTREAM_COMPOSITE = "phalanx_upstream_compositepodgroups"  # scheduling.k8s.io/v1alpha3
     WORKLOAD = "phalanx_workloads"  # Job, JobSet, LeaderWorkerSet, PyTorchJob, TrainJob
 
 
@@ -234,8 +235,11 @@ class ClusterCache:
 def kind_of_body(body: Body) -> Kind | None:
     """Which store an object belongs in (Kubernetes' PodGroup is not Phalanx's)."""
     name = str(body.get("kind"))
-    if name == "PodGroup" and str(body.get("apiVersion", "")).startswith(UPSTREAM_API_GROUP + "/"):
+    upstream = str(body.get("apiVersion", "")).startswith(UPSTREAM_API_GROUP + "/")
+    if name == "PodGroup" and upstream:
         return Kind.UPSTREAM_POD_GROUP
+    if name == "CompositePodGroup" and upstream:
+        return Kind.UPSTREAM_COMPOSITE
     if kind_of(name) is not None:
         return Kind.WORKLOAD
     return KIND_OF.get(name)

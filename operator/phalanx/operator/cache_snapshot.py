@@ -61,7 +61,7 @@ class Unseen:
 
 # The kinds the core is shown as the cache parsed them (pods and groups: see `ParsedView`).
 PLAIN_KINDS = (Kind.NODE, Kind.QUEUE, Kind.NETWORK_TOPOLOGY, Kind.PRIORITY_CLASS)
-GROUP_KINDS = (Kind.POD_GROUP, Kind.UPSTREAM_POD_GROUP)
+GROUP_KINDS = (Kind.POD_GROUP, Kind.UPSTREAM_POD_GROUP, Kind.UPSTREAM_COMPOSITE)
 
 
 @dataclasses.dataclass(frozen=True)

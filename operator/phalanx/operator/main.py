@@ -20,6 +20,7 @@ from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
 from phalanx.operator.clock import Clock
 from phalanx.operator.kube.client import (
+    UPSTREAM_COMPOSITE_VERSION,
     UPSTREAM_GROUP_VERSIONS,
     Api,
     KubeApi,
@@ -101,6 +102,7 @@ class Operator:
         self.workload_store = MergedStore()
         self.stores[Kind.WORKLOAD] = self.workload_store
         self.stores[Kind.UPSTREAM_POD_GROUP] = {}
+        self.stores[Kind.UPSTREAM_COMPOSITE] = {}
         self.optional_watches: list[RawWatch] = []  # the kinds discovery found so far
         self.optional_kinds = OptionalKinds(
             self.api, OPTIONAL_KINDS, self._watch_optional,
@@ -170,6 +172,8 @@ class Operator:
         self.optional_watches.append(watch)
         if kind in UPSTREAM_POD_GROUPS:
             self.stores[Kind.UPSTREAM_POD_GROUP] = watch.store
+        elif kind == UPSTREAM_COMPOSITES:
+            self.stores[Kind.UPSTREAM_COMPOSITE] = watch.store
         else:
             self.workload_store.stores.append(watch.store)
         self._watch_tasks.append(
@@ -189,8 +193,11 @@ class Operator:
 
 UPSTREAM_POD_GROUPS = tuple(
     OptionalKind(version, "podgroups", "PodGroup") for version in UPSTREAM_GROUP_VERSIONS)
+UPSTREAM_COMPOSITES = OptionalKind(
+    UPSTREAM_COMPOSITE_VERSION, "compositepodgroups", "CompositePodGroup")
 OPTIONAL_KINDS = (
     *UPSTREAM_POD_GROUPS,
+    UPSTREAM_COMPOSITES,
     *(OptionalKind(k.api_version, k.plural, k.kind) for k in WORKLOAD_KINDS),
 )
 

@@ -66,6 +66,18 @@ def still_arriving(group: Body, decision: GroupDecision, now: float) -> bool:
     return created is not None and now - created < ARRIVAL_GRACE_SECONDS
 
 
+def composite_children(upstream: Mapping[str, Body]) -> dict[str, list[Body]]:
+    """Kubernetes' PodGroups by the CompositePodGroup (key) they are children of: the core
+    decides for the composite, and each child says the same, as kube-scheduler's do."""
+    children: dict[str, list[Body]] = {}
+    for body in upstream.values():
+        parent = (body.get("spec") or {}).get("parentCompositePodGroupName")
+        if body.get("kind") == "PodGroup" and isinstance(parent, str):
+            namespace = (body.get("metadata") or {}).get("namespace", "")
+            children.setdefault(f"{namespace}/{parent}", []).append(body)
+    return children
+
+
 class Reports:
     def __init__(
         self, writes: Writes, plans: PlanBook, config: SchedulerConfig, metrics: Metrics
@@ -88,10 +100,13 @@ class Reports:
         Kubernetes' own PodGroups (`upstream`) get their condition as kube-scheduler
         writes it; a Phalanx PodGroup of the same name is the one the group was read from."""
         phases: list[tuple[str, str]] = []
+        children = composite_children(upstream or {})
         for decision in result.groups:
             group = groups.get(decision.group)
             if group is None and upstream and not decision.implicit:
                 self._offer_upstream(upstream.get(decision.group), decision, now)
+                for child in children.get(decision.group, ()):
+                    self._offer_upstream(child, decision, now)
             if group is None or decision.implicit:
                 continue
             if decision.held:  # not tried this cycle: nothing changed

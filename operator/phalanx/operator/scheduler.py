@@ -164,7 +164,8 @@ class Scheduler:
         self._evict(result.evictions, snapshot, pods)
         placing = self._place(result, pods)
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
-        upstream = {object_key(g): g for g in self.cache.objects(Kind.UPSTREAM_POD_GROUP)}
+        upstream = {object_key(g): g for kind in (Kind.UPSTREAM_COMPOSITE, Kind.UPSTREAM_POD_GROUP)
+                    for g in self.cache.objects(kind)}  # a PodGroup wins a shared name
         self._release_partial(result, snapshot, {**upstream, **groups}, pods)
         phases = self.reports.groups(result, groups, now, upstream)
         self.reports.missing_groups(result, lambda key: self._pods(snapshot, key, pods))
@@ -376,7 +377,8 @@ class Scheduler:
 
     def _group_body(self, key: str) -> Body | None:
         """A group's object, Phalanx's PodGroup first, then Kubernetes' own."""
-        return self.cache.get(Kind.POD_GROUP, key) or self.cache.get(Kind.UPSTREAM_POD_GROUP, key)
+        return (self.cache.get(Kind.POD_GROUP, key) or self.cache.get(Kind.UPSTREAM_POD_GROUP, key)
+                or self.cache.get(Kind.UPSTREAM_COMPOSITE, key))
 
     def _release_partial(
         self,

@@ -27,6 +27,7 @@ from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
 
 SCHEDULED = "PodGroupInitiallyScheduled"  # v1beta1, v1alpha3
 SCHEDULED_V1ALPHA2 = "PodGroupScheduled"
+SCHEDULED_COMPOSITE = "CompositePodGroupInitiallyScheduled"  # a composite's own, v1alpha3
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
@@ -57,7 +58,9 @@ def released_status(group: Body, message: str, now: float) -> dict[str, Any] | N
 
 
 def condition_type(group: Body) -> str:
-    """The scheduling condition's type in the PodGroup's own API version."""
+    """The scheduling condition's type in the PodGroup's own kind and API version."""
+    if group.get("kind") == "CompositePodGroup":
+        return SCHEDULED_COMPOSITE
     version = str(group.get("apiVersion") or "")
     return SCHEDULED_V1ALPHA2 if version.endswith("/v1alpha2") else SCHEDULED
 

@@ -30,6 +30,8 @@ from phalanx.operator.kube.client import (
     APPLY_PATCH,
     MERGE_PATCH,
     STRATEGIC_PATCH,
+    UPSTREAM_COMPOSITES,
+    UPSTREAM_PODGROUPS,
     Api,
     group_path,
     pod_path,
@@ -176,6 +178,8 @@ class Writes:
         self, ref: str, plural: str, body: Body, desired: Mapping[str, Any]
     ) -> bool:
         meta = body.get("metadata", {})
+        if plural == UPSTREAM_PODGROUPS and body.get("kind") == "CompositePodGroup":
+            plural = UPSTREAM_COMPOSITES  # Kubernetes' composite gangs share their reports
         path = group_path(plural, meta.get("name", ""), meta.get("namespace", ""), "status",
                           api_version=body.get("apiVersion"))
         reply = await self._api.request("PATCH", path, {"status": desired}, MERGE_PATCH)

@@ -70,8 +70,13 @@ def pod_groups_for(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _scheduled_by_kubernetes(reader: Reader) -> bool:
-    """A Job that declares its own gang (`spec.scheduling`, Kubernetes' Workload API)."""
-    return reader.kind == "Job" and reader.mapping("spec").get("scheduling") is not None
+    """A Job that declares its own gang (`spec.scheduling`, Kubernetes' Workload API) and
+    that the Job controller makes the Workload of: one no controller owns (a CronJob's
+    Job gets none, as kube-controller-manager 1.37 decides)."""
+    owned = any(isinstance(ref, Mapping) and ref.get("controller") is True
+                for ref in reader.items("metadata.ownerReferences"))
+    return (reader.kind == "Job" and not owned
+            and reader.mapping("spec").get("scheduling") is not None)
 
 
 def _controlled_by_workload(reader: Reader) -> bool:

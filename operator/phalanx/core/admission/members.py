@@ -248,7 +248,12 @@ def _split_gang(
         chosen.extend(others[:fill])
         gang = tuple(sorted(chosen, key=lambda p: p.name))
         rest = tuple(others[fill:])
-    if group.topology is not None and group.topology.sub_group is not None:
+    sub_group = group.topology.sub_group if group.topology is not None else None
+    if sub_group is not None and sub_group.by_role:  # one sub-group per role, in role order
+        order = {role.name: i for i, role in enumerate(group.roles)}
+        gang = tuple(sorted(gang, key=lambda p: (order.get(p.role or "", len(order)),
+                                                 natural_key(p.name), p.name)))
+    elif sub_group is not None:
         gang = tuple(sorted(gang, key=lambda p: (natural_key(p.name), p.name)))
     return gang, rest, None
 

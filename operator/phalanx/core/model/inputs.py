@@ -175,10 +175,15 @@ class RoleSpec:
 
 @dataclass(frozen=True, slots=True)
 class SubGroupSpec:
-    """Every consecutive `size` pods of the gang lie inside one domain of `required`."""
+    """Every consecutive `size` pods of the gang lie inside one domain of `required`.
+    `required_label` names that level by a node label key instead (resolved while
+    parsing, as GroupTopology's); `by_role`: the pods are taken in order of their role,
+    one sub-group per role (a Kubernetes CompositePodGroup: a role per child PodGroup)."""
 
     size: int
     required: str
+    required_label: str | None = None
+    by_role: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +226,9 @@ class GroupInfo:
     preemption_policy: str | None = None
     disruption: str | None = None
     ran_whole: bool = False  # its scheduling condition says it was placed whole once
+    # the Kubernetes CompositePodGroup this PodGroup is a child of: parsing folds the
+    # children into one gang of the composite, so no cycle ever sees it set
+    parent: str | None = None
 
     @property
     def key(self) -> GroupKey:

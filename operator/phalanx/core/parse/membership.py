@@ -65,10 +65,12 @@ def implied_groups(labels: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def join_implied_groups(pods: Sequence[PodInfo], groups: Collection[GroupKey]) -> list[PodInfo]:
-    """Pods with no group of their own join the first implied group that exists."""
+    """Pods that name no group by Phalanx's label join the first implied group that
+    exists, also over the Kubernetes PodGroup their spec.schedulingGroup names (a queue-
+    labelled Job's Phalanx gang over the basic group Kubernetes 1.37 gives every Job)."""
     joined: list[PodInfo] = []
     for pod in pods:
-        if pod.group is None and pod.implied_groups:
+        if pod.implied_groups:
             pod = _join(pod, groups)
         joined.append(pod)
     return joined

@@ -16,6 +16,12 @@ from phalanx.core.model.inputs import (
     TopologySpec,
 )
 from phalanx.core.model.names import API_GROUP, GroupKey
+from phalanx.core.parse.composite import KIND as COMPOSITE
+from phalanx.core.parse.composite import (
+    CompositeGroup,
+    fold_composites,
+    parse_composite_pod_group,
+)
 from phalanx.core.parse.group import parse_pod_group
 from phalanx.core.parse.label_levels import resolve_label_levels
 from phalanx.core.parse.membership import join_implied_groups
@@ -29,6 +35,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "Node": parse_node,
     "Pod": parse_pod,
     "PodGroup": parse_pod_group,
+    COMPOSITE: parse_composite_pod_group,
     "Queue": parse_queue,
     "NetworkTopology": parse_network_topology,
     "PriorityClass": parse_priority_class,
@@ -99,13 +106,15 @@ def assemble_snapshot(
         if item is not None:
             by_type[type(item)].append(item)
     invalid = list(invalid)
-    groups, topologies = resolve_label_levels(
-        _ours_first(by_type[GroupInfo]), by_type[TopologySpec]
-    )
-    known = {g.key for g in groups} | {GroupKey(e.name) for e in invalid if e.kind == "PodGroup"}
+    folded, pods, refused = fold_composites(
+        by_type[GroupInfo], by_type[CompositeGroup], by_type[PodInfo])
+    invalid.extend(refused)
+    groups, topologies = resolve_label_levels(_ours_first(folded), by_type[TopologySpec])
+    known = {g.key for g in groups} | {
+        GroupKey(e.name) for e in invalid if e.kind in ("PodGroup", COMPOSITE)}
     return Snapshot(
         nodes=tuple(by_type[NodeInfo]),
-        pods=tuple(join_implied_groups(by_type[PodInfo], known)),
+        pods=tuple(join_implied_groups(pods, known)),
         groups=groups,
         queues=tuple(by_type[QueueInfo]),
         topologies=topologies,
@@ -118,7 +127,9 @@ def assemble_snapshot(
     )
 
 
-_TYPES = (NodeInfo, PodInfo, GroupInfo, QueueInfo, TopologySpec, PriorityClassInfo)
+_TYPES = (
+    NodeInfo, PodInfo, GroupInfo, QueueInfo, TopologySpec, PriorityClassInfo, CompositeGroup
+)
 
 
 def _ours_first(groups: list[GroupInfo]) -> list[GroupInfo]:

@@ -33,8 +33,11 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         raise reader.error("spec.containers", "missing")
     labels = reader.labels("metadata.labels")
     annotations = reader.labels("metadata.annotations")
-    group = group_name(labels, annotations)
-    group = group or reader.string("spec.schedulingGroup.podGroupName")  # Kubernetes 1.36
+    own = group_name(labels, annotations)
+    # Kubernetes' own group (1.36+); from 1.37 the Job controller gives every Job's pods one
+    # (basic unless the Job asks for a gang), so a workload's Phalanx gang, implied by its
+    # labels, still wins where it exists (`membership.join_implied_groups`)
+    group = own or reader.string("spec.schedulingGroup.podGroupName")
     requests = effective_requests(reader)
     ask = read_gpu_ask(annotations, requests)
     return PodInfo(
@@ -57,7 +60,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         scheduling_gates=_gates(reader),
         terminating=reader.get("metadata.deletionTimestamp") is not None,
         started_at=reader.moment("status.startTime"),
-        implied_groups=() if group else implied_groups(labels),
+        implied_groups=() if own else implied_groups(labels),
         gpu_milli=ask.milli,
         gpu_memory=ask.memory,
         gpu_devices=read_gpu_index(annotations),

@@ -9,8 +9,9 @@ within. `priority` and `preemptionPolicy` are the group's own (they win over its
 PriorityClass); `disruptionMode` says whether a running group loses pods one at a time
 (`single`; 1.36's "Pod") or only all together (`all`; 1.36's "PodGroup"). What that API
 cannot say (queue, preferred level, sub-groups, a schedule timeout) comes from Phalanx's
-annotations on the same object. A spec field Phalanx does not act on is named in an
-InvalidSpec condition rather than dropped unseen.
+annotations on the same object. A child of a CompositePodGroup names it
+(`parentCompositePodGroupName`) and is folded into it (`composite`). A spec field Phalanx
+does not act on is named in an InvalidSpec condition rather than dropped unseen.
 """
 from __future__ import annotations
 
@@ -47,11 +48,11 @@ _TOPOLOGY = "spec.schedulingConstraints.topology"
 _READ = frozenset({
     "schedulingPolicy", "schedulingConstraints", "priorityClassName", "priority",
     "preemptionPolicy", "disruptionMode", "workloadRef", "podGroupTemplateRef",
+    "parentCompositePodGroupName",
 })
 # Fields of the API that Phalanx does not act on yet: a group using one waits, told why.
 _NOT_YET = {
     "resourceClaims": "Phalanx does not allocate a PodGroup's shared ResourceClaims yet",
-    "parentCompositePodGroupName": "Phalanx does not place composite pod groups yet",
 }
 _DISRUPTION = {"single": DISRUPT_SINGLE, "all": DISRUPT_ALL,  # v1beta1, v1alpha3
                "Pod": DISRUPT_SINGLE, "PodGroup": DISRUPT_ALL}  # v1alpha2
@@ -87,6 +88,7 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         preemption_policy=_preemption_policy(reader),
         disruption=_disruption(reader),
         ran_whole=read_ran_whole(obj),
+        parent=reader.string("spec.parentCompositePodGroupName") or None,
     )
 
 

@@ -497,6 +497,6 @@ def _unique(items: Sequence[_T], key: Callable[[_T], str]) -> tuple[_T, ...]:
 def _invalid_groups(invalid: Sequence[InvalidObject]) -> dict[GroupKey, InvalidObject]:
     found: dict[GroupKey, InvalidObject] = {}
     for error in invalid:
-        if error.kind == "PodGroup" and "/" in error.name:
+        if error.kind in ("PodGroup", "CompositePodGroup") and "/" in error.name:
             found.setdefault(GroupKey(error.name), error)
     return found

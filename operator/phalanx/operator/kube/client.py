@@ -54,6 +54,8 @@ APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (the body may 
 # first one the API server serves (v1beta1 on 1.37, v1alpha2 on 1.36).
 UPSTREAM_GROUP_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")
 UPSTREAM_PODGROUPS = "podgroups.scheduling.k8s.io"  # plural.group, as kubectl spells it
+UPSTREAM_COMPOSITE_VERSION = "scheduling.k8s.io/v1alpha3"  # CompositePodGroup: alpha only
+UPSTREAM_COMPOSITES = "compositepodgroups.scheduling.k8s.io"
 
 
 def group_path(
@@ -66,6 +68,8 @@ def group_path(
     if plural == UPSTREAM_PODGROUPS:
         version = api_version or UPSTREAM_GROUP_VERSIONS[0]
         return api_path(version, "podgroups", name, namespace, sub)
+    if plural == UPSTREAM_COMPOSITES:
+        return api_path(UPSTREAM_COMPOSITE_VERSION, "compositepodgroups", name, namespace, sub)
     return api_path(f"{API_GROUP}/{API_VERSION}", plural, name, namespace, sub)
 
 
