@@ -70,7 +70,8 @@ _POD = next(obj for obj in _PARSED if obj["metadata"] == {**obj["metadata"], "na
                                                           "namespace": "ml"})
 _SHARER = next(obj for obj in _PARSED if obj["metadata"]["name"] == "inference")  # no GPU asked
 _NODE = next(obj for obj in _PARSED if obj["kind"] == "Node")
-_UPSTREAM = next(obj for obj in _PARSED if obj["apiVersion"] == "scheduling.k8s.io/v1alpha2")
+_UPSTREAM = next(obj for obj in _PARSED if obj["apiVersion"] == "scheduling.k8s.io/v1beta1"
+                 and obj["metadata"]["name"] == "pair")
 _GROUP = next(obj for obj in _PARSED if obj["metadata"]["name"] == "train-rack")
 
 # What the examples do not show but the parsers read: the device a pod was given, KAI's
