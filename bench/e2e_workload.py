@@ -3,7 +3,7 @@
 Pure: no I/O beyond reading the workload file. The same gangs become Phalanx PodGroups and
 pods with schedulerName `phalanx` (gang semantics); plain pods with schedulerName
 `default-scheduler` for kube-scheduler (no group, no gang); or, for kube-scheduler with its
-gang and topology plugins, one upstream PodGroup (`scheduling.k8s.io/v1alpha2`,
+gang and topology plugins, one upstream PodGroup (`scheduling.k8s.io/v1beta1`,
 `policy.gang.minCount` = the gang's pods, `schedulingConstraints.topology[0].key` = the rack
 label, or the block label for a gang with more GPUs than a rack) per gang and pods that join
 it by `spec.schedulingGroup.podGroupName`.
@@ -26,7 +26,7 @@ GPU = "nvidia.com/gpu"
 GROUP_LABEL = "scheduling.phalanx.io/pod-group"
 GANG_LABEL = "bench.phalanx.io/gang"
 PODGROUP_API = "scheduling.phalanx.io/v1alpha1"
-UPSTREAM_PODGROUP_API = "scheduling.k8s.io/v1alpha2"
+UPSTREAM_PODGROUP_API = "scheduling.k8s.io/v1beta1"  # the pinned release's (1.37)
 RACK_LABEL = "network.topology.nvidia.com/leaf"
 BLOCK_LABEL = "network.topology.nvidia.com/spine"
 

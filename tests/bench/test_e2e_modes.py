@@ -29,7 +29,7 @@ def test_upstream_gang_is_one_rack_unless_no_rack_could_hold_it() -> None:
     workload = load_workload(WORKLOAD)
     small, big = Gang("g1", 4, 8), Gang("g2", 64, 8)
     group = upstream_pod_group_object(workload, small, rack_gpus=200)
-    assert group["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert group["apiVersion"] == "scheduling.k8s.io/v1beta1"
     assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
     assert group["spec"]["schedulingConstraints"]["topology"] == [{"key": RACK_LABEL}]
     wide = upstream_pod_group_object(workload, big, rack_gpus=200)
