@@ -107,7 +107,8 @@ class Preemptions:
     def _hold_of(self, work: GroupWork, nodes: tuple[int, ...], held: Nomination) -> Hold:
         """The group's hold on `nodes`; a reservation of a group that may evict lends
         its room (`Hold.lends_to`): it can take it back."""
-        lends = self.config.preemption and may_preempt(self.state.index, _class_of(work))
+        lends = self.config.preemption and may_preempt(self.state.index, _class_of(work),
+                                                       _own_policy(work))
         return Hold(work.priority, nodes, held, work.queue, work.creation, lends)
 
     def _renewed(self, holder: GroupKey, hold: Hold) -> Nomination | None:
@@ -168,7 +169,7 @@ class Preemptions:
         return self.finder.units
 
     def before(self, work: GroupWork) -> None:
-        preempts = may_preempt(self.state.index, _class_of(work))
+        preempts = may_preempt(self.state.index, _class_of(work), _own_policy(work))
         placed = None if work.group is None else Placed(work.key, work.queue, work.priority,
                                                          work.creation)  # fmt: skip
         self.holds.open_for(Opener(work.key, work.priority, work.queue, preempts, placed))
@@ -607,6 +608,11 @@ def _covers(units: Sequence[Unit], excess: Mapping[str, int]) -> bool:
 def _identity(unit: Unit) -> tuple[str, bool]:
     """What tells a unit apart across two builds of the units (`_take_back`)."""
     return unit.key, unit.whole
+
+
+def _own_policy(work: GroupWork) -> str | None:
+    """The group's own preemptionPolicy (Kubernetes' PodGroup), if it says one."""
+    return work.group.preemption_policy if work.group is not None else None
 
 
 def _class_of(work: GroupWork) -> str | None:
