@@ -319,7 +319,7 @@ def test_a_running_fraction_taken_off_and_put_back_twice_keeps_its_device() -> N
     candidate they confirm; each time they must return to the device they run on (a
     repacked copy would show a device free that is not, and a whole-GPU pod bound to it)."""
     from phalanx.core.placement.state import CycleState
-    from phalanx.core.snapshot.picture import ClusterIndex
+    from phalanx.core.snapshot.index import ClusterIndex
 
     held = [share("a", 500, node_name="n", gpu_devices=(0,)),
             share("b", 500, node_name="n", gpu_devices=(1,))]

@@ -8,7 +8,7 @@ from core_builders import node, pod, snapshot_of
 from phalanx.core.explain.unplaced import node_histogram
 from phalanx.core.model.inputs import PodInfo
 from phalanx.core.placement.state import CycleState
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.shapes import Shape, shape_of
 
 NODES = [node("a", gpus=2, cpu=8), node("b", gpus=4, cpu=4, pods=3), node("c", gpus=8),

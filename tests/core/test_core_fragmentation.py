@@ -20,7 +20,7 @@ from phalanx.core.placement.node_choice import (
     least_fragmenting,
 )
 from phalanx.core.placement.state import CycleState
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.shapes import shape_of
 
 GI = 2**30

@@ -10,7 +10,7 @@ from core_builders import gang, node, pod
 from phalanx.core import PriorityClassInfo, Snapshot
 from phalanx.core.model.inputs import NodeInfo, PodInfo
 from phalanx.core.model.names import GPU_MEMORY_LABEL, GroupKey
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 
 
 def members_equal(got: ClusterIndex, want: ClusterIndex) -> None:

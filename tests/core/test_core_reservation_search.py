@@ -26,7 +26,7 @@ from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.cycle import Failure, Preemptions
 from phalanx.core.preemption.find import Finder, Found
 from phalanx.core.preemption.units import build_units, priority_bounds
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.shapes import demand_of
 
 LOW = PriorityClassInfo("low", 0)

@@ -12,7 +12,7 @@ from core_builders import group, node, pod
 from phalanx.core import CycleResult, GroupDecision, SchedulerConfig, Snapshot, run_cycle
 from phalanx.core.model.inputs import GroupInfo, PodInfo
 from phalanx.core.model.names import GroupKey
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 
 A = GroupKey("default/a")
 CONFIG = SchedulerConfig()

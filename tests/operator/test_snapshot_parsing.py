@@ -12,7 +12,8 @@ from phalanx.core.model.eviction import Eviction, EvictionReason
 from phalanx.core.model.names import GroupKey, PodKey
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.parse.objects import PARSERS
-from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
+from phalanx.core.snapshot.index import ClusterIndex
+from phalanx.core.snapshot.picture import Snapshot
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import ClusterCache, Kind, WatchStore, kind_of_body, object_key
 from phalanx.operator.cache_snapshot import Unseen, parse_view, take_snapshot

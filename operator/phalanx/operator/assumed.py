@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 
 from phalanx.core.model.inputs import PodInfo
 from phalanx.core.parse.gpu_share import parse_gpu_index
-from phalanx.core.snapshot.picture import bound_on
+from phalanx.core.snapshot.ours import bound_on
 from phalanx.operator.cache import Body
 
 

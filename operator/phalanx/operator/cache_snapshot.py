@@ -29,7 +29,8 @@ from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.inputs import PodInfo
 from phalanx.core.model.names import GANG_GATE, SCHEDULER_NAME, GroupKey
 from phalanx.core.parse.objects import assemble_snapshot
-from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
+from phalanx.core.snapshot.index import ClusterIndex
+from phalanx.core.snapshot.picture import Snapshot
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import Body, ClusterCache, Entry, Kind, View
 from phalanx.operator.evictions import EvictionBook

@@ -29,7 +29,8 @@ from phalanx.core.model.result import CycleResult, GroupDecision
 from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.snapshot.gpus import MILLI
-from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
+from phalanx.core.snapshot.index import ClusterIndex
+from phalanx.core.snapshot.picture import Snapshot
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.observe.gc_pauses import recorded_pauses
 from phalanx.observe.logging import cycle_context, group_context

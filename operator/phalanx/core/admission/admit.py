@@ -27,7 +27,7 @@ from phalanx.core.admission.members import GroupWork, Problem
 from phalanx.core.admission.queues import QueueLedger, Shortfall
 from phalanx.core.model.names import DEFAULT_QUEUE, GroupKey
 from phalanx.core.model.status import Reason, StatusCode
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.resources import Resources, maximum, subtract
 
 

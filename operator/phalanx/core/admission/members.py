@@ -11,7 +11,7 @@ from phalanx.core.model.inputs import DISRUPT_ALL, GroupInfo, PodInfo
 from phalanx.core.model.names import DEFAULT_QUEUE, GPU, GroupKey
 from phalanx.core.model.result import GroupDecision, PodCounts
 from phalanx.core.model.status import Problem, Reason, StatusCode
-from phalanx.core.snapshot.picture import ClusterIndex, GroupPods
+from phalanx.core.snapshot.index import ClusterIndex, GroupPods
 from phalanx.core.snapshot.resources import Resources, gpu_charge
 from phalanx.core.snapshot.shapes import Shape, demand_of, shapes_of
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from phalanx.core.model.inputs import Taint, Toleration
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.predicates import tolerated
 
 NO_EXECUTE = "NoExecute"

@@ -20,7 +20,7 @@ from phalanx.core.model.status import Exclusion, Reason, StatusCode
 from phalanx.core.placement.gang import GangRequest
 from phalanx.core.placement.state import CycleState, static_room, static_takes
 from phalanx.core.snapshot.devices import part_of
-from phalanx.core.snapshot.picture import UNLIMITED_PODS
+from phalanx.core.snapshot.index import UNLIMITED_PODS
 from phalanx.core.snapshot.predicates import tolerated, unmatchable
 from phalanx.core.snapshot.resources import format_amount, format_resources
 from phalanx.core.snapshot.shapes import Shape, fit_count

@@ -29,7 +29,8 @@ from phalanx.core.parse.node import parse_node
 from phalanx.core.parse.pod import parse_pod
 from phalanx.core.parse.queue import parse_queue
 from phalanx.core.parse.topology import parse_network_topology, parse_priority_class
-from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
+from phalanx.core.snapshot.index import ClusterIndex
+from phalanx.core.snapshot.picture import Snapshot
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "Node": parse_node,

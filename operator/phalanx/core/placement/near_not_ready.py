@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.shapes import Shape
 from phalanx.topology.tree import DomainTree
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from phalanx.core.admission.members import GroupWork, Problem
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.status import Reason, StatusCode
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.topology.spec import TopologySpec
 from phalanx.topology.tree import ROOT_LEVEL
 

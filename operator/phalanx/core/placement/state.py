@@ -30,7 +30,7 @@ from phalanx.core.snapshot.devices import (
     take,
 )
 from phalanx.core.snapshot.devices import slots as devices_slots
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.snapshot.shapes import Shape, fit_count, fit_counts_of_columns
 from phalanx.topology.tree import DomainTree

@@ -17,7 +17,7 @@ from phalanx.core.model.eviction import EvictionReason
 from phalanx.core.model.inputs import PREEMPT_NEVER
 from phalanx.core.model.names import GroupKey
 from phalanx.core.preemption.units import Unit
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from operator import attrgetter
 
 from phalanx.core.model.inputs import DISRUPT_SINGLE, GroupInfo, PodInfo
 from phalanx.core.model.names import DEFAULT_QUEUE, GPU, GroupKey
-from phalanx.core.snapshot.picture import ClusterIndex, GroupPods
+from phalanx.core.snapshot.index import ClusterIndex, GroupPods
 from phalanx.core.snapshot.resources import charged, total_of
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from phalanx.core.model.device_share import DEVICE
 from phalanx.core.model.inputs import NodeInfo
 from phalanx.core.model.names import GPU
-from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
+from phalanx.core.snapshot.index import ClusterIndex
+from phalanx.core.snapshot.picture import Snapshot
 
 MILLI = DEVICE
 

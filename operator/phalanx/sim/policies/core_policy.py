@@ -45,7 +45,8 @@ from phalanx.core.model.inputs import (
 from phalanx.core.model.names import CPU, GPU, MEMORY, PODS
 from phalanx.core.model.nomination import Nomination
 from phalanx.core.model.result import CycleResult
-from phalanx.core.snapshot.picture import ClusterIndex, Snapshot
+from phalanx.core.snapshot.index import ClusterIndex
+from phalanx.core.snapshot.picture import Snapshot
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.constraints import node_affinity
