@@ -11,7 +11,8 @@ CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
 .PHONY: help install tools controllers cluster-up cluster-down run demo test test-unit test-e2e \
-        lint test-upstream bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke chaos clean
+        lint test-upstream bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke \
+        bench-report chaos clean
 
 help:
 	@echo "make run     build what is missing, start the local cluster, workload controllers, the operator and a demo"
@@ -21,6 +22,7 @@ help:
 	@echo "make bench   core, packing, simulator and end-to-end benchmarks (slow: bench/README.md)"
 	@echo "make chaos   replay gangs while SIGKILLing the operator; figures in bench/README.md"
 	@echo "make bench-e2e-5000  the end-to-end benchmark at 5,000 nodes (like chaos, not part of make bench)"
+	@echo "make bench-report  bench/README.md's tables and docs/benchmarks/*-results.md again from bench/results (runs nothing)"
 
 install:
 	@$(PYTHON) -c "import phalanx, kopf, kubernetes_asyncio, hypothesis, mypy" 2>/dev/null \
@@ -48,6 +50,7 @@ lint: install
 	$(PYTHON) -m ruff check operator tests bench
 	$(PYTHON) -m mypy
 	lint-imports
+	$(PYTHON) -m bench.report --check
 
 test-unit: install
 	$(PYTHON) -m pytest -m "not e2e" -q
@@ -84,6 +87,9 @@ bench: bench-core bench-packing bench-sim bench-e2e
 
 chaos: install tools
 	$(PYTHON) -m bench.chaos
+
+bench-report: install
+	$(PYTHON) -m bench.report
 
 bench-smoke: install tools
 	$(PYTHON) -m bench.sim --smoke

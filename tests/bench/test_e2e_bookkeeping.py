@@ -1,4 +1,4 @@
-"""The end-to-end benchmark's bookkeeping: workload drawing, counters, figures, README block."""
+"""The end-to-end benchmark's bookkeeping: workload drawing, counters, figures."""
 
 from __future__ import annotations
 
@@ -6,16 +6,9 @@ import dataclasses
 import os
 from pathlib import Path
 
-from bench.e2e_measure import count_delta, parse_request_counts, read_process
-from bench.e2e_report import (
-    README_BEGIN,
-    README_END,
-    gang_latencies,
-    percentile,
-    replace_section,
-    throughput,
-)
-from bench.e2e_workload import (
+from bench.e2e.measure import count_delta, parse_request_counts, read_process
+from bench.e2e.report import gang_latencies, percentile, throughput
+from bench.e2e.workload import (
     GROUP_LABEL,
     draw_gangs,
     load_workload,
@@ -96,13 +89,6 @@ def test_percentile_interpolates_and_throughput_counts_from_submission() -> None
     assert figures["pods_per_second_binding_span"] == 1.0
 
 
-def test_readme_block_is_replaced_in_place() -> None:
-    readme = f"# B\n\n## End-to-end\n\n{README_BEGIN}\nold\n{README_END}\n\n## Next\n"
-    new = replace_section(readme, f"{README_BEGIN}\nnew\n{README_END}")
-    assert "old" not in new and "new" in new
-    assert new.startswith("# B\n") and new.endswith("## Next\n")
-
-
 def test_process_reading_of_this_process() -> None:
     reading = read_process(os.getpid())
     assert reading is not None
@@ -112,7 +98,7 @@ def test_process_reading_of_this_process() -> None:
 
 
 def test_a_pod_seen_only_by_a_relist_takes_its_scheduled_condition_time() -> None:
-    from bench.e2e import bind_times
+    from bench.e2e.run import bind_times
 
     def pod(name: str, stamp: str) -> dict[str, object]:
         condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}
@@ -133,7 +119,7 @@ def _run(pods_per_second: float, rss: float) -> dict[str, object]:
 
 
 def test_rounds_compare_means_and_keep_every_round_and_the_worst_rss() -> None:
-    from bench.e2e_report import compare_rounds
+    from bench.e2e.report import compare_rounds
 
     comparison = compare_rounds([_run(100, 200), _run(120, 260)], [_run(110, 150), _run(90, 150)])
     assert comparison["rounds"] == 2

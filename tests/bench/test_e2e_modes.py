@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_report import (
+from bench.e2e.report import (
     after_last_creation,
     binding_spreads,
     headline,
     partial_gangs,
     spread_gangs,
 )
-from bench.e2e_table import markers, readme_section, section_name
-from bench.e2e_workload import (
+from bench.e2e.table import markers, readme_section, section_name
+from bench.e2e.workload import (
     BLOCK_LABEL,
     RACK_LABEL,
     Gang,
@@ -84,7 +84,7 @@ def _results(mode: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_table_compares_phalanx_with_each_kube_scheduler_in_each_mode() -> None:
-    from bench.e2e_report import compare_rounds
+    from bench.e2e.report import compare_rounds
 
     runs = {"phalanx": _run(300, 0), "kube-scheduler": _run(100, 5),
             "kube-scheduler-gang": _run(200, 0)}

@@ -1,10 +1,10 @@
-"""bench.operator_log: per gang, the waits after the cycle that decided it."""
+"""bench.e2e.operator_log: per gang, the waits after the cycle that decided it."""
 
 from __future__ import annotations
 
 import json
 
-from bench.operator_log import read_log, summary
+from bench.e2e.operator_log import read_log, summary
 
 
 def line(event: str, second: float, **fields: object) -> str:

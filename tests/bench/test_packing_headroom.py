@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.packing_headroom import Recording, fillable, split_free, unavoidable_free
+from bench.packing.headroom import Recording, fillable, split_free, unavoidable_free
 
 from phalanx.sim.packing import PackCluster, PackNode, PackPod, run_packing
 from phalanx.sim.packing.policies import BestFit

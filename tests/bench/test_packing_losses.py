@@ -3,7 +3,7 @@ the GPU left free."""
 
 from __future__ import annotations
 
-from bench.packing_losses import Watching, failure_reason, free_classes, gpu_shapes
+from bench.packing.losses import Watching, failure_reason, free_classes, gpu_shapes
 
 from phalanx.sim.packing import PackCluster, PackNode, PackPod, run_packing
 from phalanx.sim.packing.policies import BestFit

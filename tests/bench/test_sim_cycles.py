@@ -1,11 +1,11 @@
-"""bench.sim_cycles: a digest that tells two runs' decisions apart, and the cycles' figures."""
+"""bench.sim.cycles: a digest that tells two runs' decisions apart, and the cycles' figures."""
 
 from __future__ import annotations
 
 import gc
 import itertools
 
-from bench.sim_cycles import CycleRecord, Recorder, report
+from bench.sim.cycles import CycleRecord, Recorder, report
 
 from phalanx.core import CycleResult, Snapshot, run_cycle
 from phalanx.observe.gc_pauses import GcPauses

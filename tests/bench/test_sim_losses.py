@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.sim import losses
+from bench.sim.run import losses
 
 
 def row(policy: str, evicted: float) -> dict[str, object]:

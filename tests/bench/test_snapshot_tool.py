@@ -1,9 +1,10 @@
-"""bench.snapshot: what each snapshot parses (its CPU figures are not checked: timings)."""
+"""bench.e2e.snapshot: what each snapshot parses (its CPU figures are not checked: timings)."""
 
 from __future__ import annotations
 
 import pytest
-from bench.snapshot import ROOT, main
+from bench.common import ROOT
+from bench.e2e.snapshot import main
 
 
 def test_only_what_changed_is_parsed_and_every_pod_is_shown(

@@ -1,8 +1,8 @@
-"""bench.topology_status_size: which rows each status has (its byte counts are the figure)."""
+"""bench.e2e.topology_status_size: which rows each status has (its byte counts are the figure)."""
 
 from __future__ import annotations
 
-from bench.topology_status_size import CLUSTER, measure
+from bench.e2e.topology_status_size import CLUSTER, measure
 
 
 def test_the_written_status_leaves_out_one_row_per_host() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.chaos_invariants import Invariants
+from bench.chaos.invariants import Invariants
 
 NS = "chaos"
 LABEL = "scheduling.phalanx.io/pod-group"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.chaos import Scenario, run_scenario
+from bench.chaos.run import Scenario, run_scenario
 
 from phalanx.cluster import LocalCluster
 

@@ -155,8 +155,8 @@ def test_same_seed_same_result() -> None:
 
 
 def test_report_judges_phalanx_against_fgd_plus_the_margin_seed_by_seed() -> None:
-    from bench.packing.run import aggregate
     from bench.packing.report import checks
+    from bench.packing.run import aggregate
 
     def run(policy: str, seed: int, value: float) -> dict[str, object]:
         return {"trace": "default", "policy": policy, "seed": seed, "allocation_at_130": value,
@@ -174,8 +174,8 @@ def test_report_judges_phalanx_against_fgd_plus_the_margin_seed_by_seed() -> Non
 
 
 def test_the_table_prints_the_papers_fgd_and_bestfit_beside_each_published_trace() -> None:
-    from bench.packing.run import aggregate
     from bench.packing.report import table
+    from bench.packing.run import aggregate
 
     runs = [{"trace": trace, "policy": policy, "seed": 1, "allocation_at_130": 90.0,
              "fully_free_8gpu_nodes": 0, "stranded_gpus": 0.0, "ms_per_pod": 1.0}

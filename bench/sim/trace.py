@@ -1,6 +1,6 @@
 """Why high-priority jobs waited, and which evictions were wasted, in one simulation.
 
-    python -m bench.sim_trace --workload priority-queues --seed 2 [--load 1.1] [--policy phalanx]
+    python -m bench.sim.trace --workload priority-queues --seed 2 [--load 1.1] [--policy phalanx]
 
 Runs one simulation of a workload of bench/workloads/ under a gang policy (the core) and
 reads every cycle's `CycleResult`:
@@ -22,10 +22,10 @@ import argparse
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import yaml
 
+from bench.common import ROOT
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.nomination import RESERVED
 from phalanx.core.model.result import CycleResult
@@ -42,7 +42,6 @@ from phalanx.sim.state import ClusterState
 from phalanx.sim.trace import jobs_from_spec
 from phalanx.sim.workloads.mix import queues_from_spec
 
-ROOT = Path(__file__).resolve().parent.parent
 AT_GUARANTEE = "queue at its guarantee, only work of equal or higher priority in its queue's way"
 OTHER = "other reasons"
 
@@ -95,7 +94,7 @@ def _cause(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.sim_trace", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.sim.trace", description=__doc__)
     parser.add_argument("--workload", required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--load", type=float, default=None)

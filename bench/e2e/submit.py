@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.e2e_measure import Endpoint
+from bench.e2e.measure import Endpoint
 
 RETRIES = 5
 

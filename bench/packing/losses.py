@@ -1,9 +1,9 @@
 """Where the FGD paper's packing benchmark loses GPU: why arrivals fail, and why the GPU
 left free at 130% arrived demand is of no use to them.
 
-    python -m bench.packing_losses                          # seed 1 of default,
+    python -m bench.packing.losses                          # seed 1 of default,
                                                             # multigpu50, gpushare100
-    python -m bench.packing_losses --traces default-whole --seeds 1 2 --policies fgd phalanx
+    python -m bench.packing.losses --traces default-whole --seeds 1 2 --policies fgd phalanx
 
 For one arrival sequence (`bench.packing`'s, the same for every policy of a seed) each
 policy runs as in `bench.packing`; this reports:
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.packing import NODES, TRACES, trace_arrivals
-from bench.packing_headroom import Recording
+from bench.packing.headroom import Recording
+from bench.packing.run import NODES, TRACES, trace_arrivals
 from phalanx.sim.packing import (
     PackCluster,
     PackNode,

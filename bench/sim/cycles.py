@@ -1,6 +1,6 @@
 """Each simulated cycle of one policy, as the core saw it: its CPU, its searches, its result.
 
-    python -m bench.sim_cycles \\
+    python -m bench.sim.cycles \\
         --cluster bench/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv \\
         --trace bench/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy phalanx \\
         --load 1.3 --cycle-period 300 --seed 1 --out /tmp/sim
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(report(recorder.cycles)))
     if recorder.profile is not None:
         command = " ".join(argv if argv is not None else sys.argv[1:])
-        header = f"cycle {args.profile_cycle} of: python -m bench.sim_cycles {command}"
+        header = f"cycle {args.profile_cycle} of: python -m bench.sim.cycles {command}"
         text = profile_text(recorder.profile, header)
         if args.profile_out:
             with open(args.profile_out, "w") as out:

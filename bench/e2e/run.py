@@ -2,7 +2,7 @@
 
     python -m bench.e2e [--nodes 1000] [--gangs 500] [--smoke] [--profile]
                         [--only phalanx|kube-scheduler] [--output bench/results/e2e.json]
-    python -m bench.e2e --render      # rewrite the README table from the JSON only
+    python -m bench.e2e --render      # rewrite the tables from the JSON only
 
 One invocation runs the workload of bench/workloads/e2e.yaml twice, each time on a fresh
 local cluster (etcd + kube-apiserver + kwok nodes): once placed by the Phalanx operator
@@ -48,18 +48,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import e2e_components as components
-from bench import e2e_report as report
-from bench import e2e_table as table
-from bench.e2e_measure import (
+from bench.common import RESULTS, ROOT, WORKLOADS, write
+from bench.e2e import components, report, table
+from bench.e2e.measure import (
     Endpoint,
     ProcessReading,
     load_average,
     read_process,
     watch_bindings,
 )
-from bench.e2e_submit import submit
-from bench.e2e_workload import (
+from bench.e2e.submit import submit
+from bench.e2e.workload import (
     Gang,
     Workload,
     draw_gangs,
@@ -72,10 +71,8 @@ from bench.e2e_workload import (
 )
 from phalanx.cluster import ClusterDescription, LocalCluster, binaries, load_description
 
-ROOT = Path(__file__).resolve().parent.parent
-WORKLOAD = ROOT / "bench" / "workloads" / "e2e.yaml"
-OUTPUT = ROOT / "bench" / "results" / "e2e.json"
-README = ROOT / "bench" / "README.md"
+WORKLOAD = WORKLOADS / "e2e.yaml"
+OUTPUT = RESULTS / "e2e.json"
 KUBE_GANG = "kube-scheduler-gang"
 SCHEDULERS = ("phalanx", "kube-scheduler", KUBE_GANG)
 MODES = ("arrival", "backlog")
@@ -455,7 +452,7 @@ def _scheduled_time(pod: dict[str, Any]) -> float | None:
 
 
 def report_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    from bench.e2e_measure import count_delta
+    from bench.e2e.measure import count_delta
 
     return count_delta(before, after)
 
@@ -491,10 +488,12 @@ def main(argv: list[str] | None = None) -> int:
                              "(one mode per invocation, same workload)")
     parser.add_argument("--run-dir", type=Path, default=None)
     parser.add_argument("--render", action="store_true",
-                        help="only rewrite the README table from the results JSON")
+                        help="only rewrite the tables from the results JSON (printed unless "
+                             "it is one of the files bench/README.md and "
+                             "docs/benchmarks/e2e-results.md are generated from)")
     args = parser.parse_args(argv)
     if args.render:
-        _write_readme(json.loads((args.output or OUTPUT).read_text()), args.output or OUTPUT)
+        _write_tables(args.output or OUTPUT)
         return 0
 
     workload = load_workload(args.workload)
@@ -556,8 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     output.write_text(json.dumps(results, indent=1) + "\n")
     log(f"results in {output} ({results['duration_s'] / 60:.1f} min)")
     print(table.readme_section(results, table.section_name(output)))
-    if table.markers(table.section_name(output))[0] in README.read_text() and not args.smoke:
-        _write_readme(results, output)  # only files the README has a table for
+    if table.renders(output) and not args.smoke:
+        _write_tables(output)  # only files the tables are generated from
     # kube-scheduler leaving pods unbound (it fragments the cluster) is a result, reported
     # in the table; Phalanx leaving pods unbound is a failure of the benchmark run.
     failed = [name for rounds in by_mode.values() for r in rounds for name, run in r.items()
@@ -658,17 +657,18 @@ def _profile_summary(path: Path, top: int = 25) -> dict[str, Any]:
             "by_own": by_own}
 
 
-def _write_readme(results: dict[str, Any], output: Path) -> None:
-    text = README.read_text()
-    name = table.section_name(output)
+def _write_tables(output: Path) -> None:
+    """bench/README.md's blocks and docs/benchmarks/e2e-results.md again, if `output` is one
+    of their sources; another results file's table is printed."""
+    if table.renders(output):
+        for path in write([table.generated()]):
+            log(f"tables written to {path}")
+        return
+    results = json.loads(output.read_text())
     if results.get("format") == 2:
-        section = table.readme_section(results, name)
-        begin, end = table.markers(name)
+        print(table.readme_section(results, table.section_name(output)))
     else:  # results of the two-contender benchmark, before backlog mode
-        section, (begin, end) = report.readme_section(results), (report.README_BEGIN,
-                                                                  report.README_END)
-    README.write_text(report.replace_section(text, section, begin, end))
-    log(f"table written to {README}")
+        print(report.readme_section(results))
 
 
 if __name__ == "__main__":

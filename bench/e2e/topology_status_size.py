@@ -1,6 +1,6 @@
 """Size of a NetworkTopology's status at a cluster's scale, with and without host rows.
 
-    python -m bench.topology_status_size [--cluster examples/clusters/bench-5000.yaml]
+    python -m bench.e2e.topology_status_size [--cluster examples/clusters/bench-5000.yaml]
                                          [--nodes N]
 
 The operator writes the status (`phalanx.operator.topology_status`) after every cycle
@@ -19,12 +19,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_workload import layout_description
+from bench.common import ROOT
+from bench.e2e.workload import layout_description
 from phalanx.cluster.description import load_description, network_topology, node_objects
 from phalanx.core.parse.objects import snapshot_from_objects
 from phalanx.operator.topology_status import topology_status
 
-ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "examples" / "clusters" / "bench-5000.yaml"
 
 

@@ -1,4 +1,5 @@
-"""Figures of one end-to-end run, the comparison of two, and the README table (pure)."""
+"""Figures of one end-to-end run, the comparison of two, and the table of a run of the
+two-contender benchmark's results format (before backlog mode) (pure)."""
 
 from __future__ import annotations
 
@@ -190,7 +191,7 @@ LABELS = {
     "cpu_seconds": "scheduler CPU seconds (submission start to end of settle)",
     "peak_rss_mib": "scheduler peak RSS (MiB, VmHWM)",
 }
-# Figures of the three-contender table (bench.e2e_table) beyond LABELS.
+# Figures of the three-contender table (bench.e2e.table) beyond LABELS.
 MORE_LABELS = {
     "partial_gangs": "gangs seen partly bound (bindings > 2 s apart, or left so)",
     "in_one_rack_pct": "multi-node gangs inside one rack (%)",
@@ -350,14 +351,3 @@ def _by_round(comparison: Mapping[str, Any], key: str) -> str:
     if comparison.get("rounds", 1) <= 1:
         return ""
     return " (" + ", ".join(_fmt(r) for r in comparison["ratio_by_round"][key]) + ")"
-
-
-def replace_section(readme: str, section: str, begin: str = README_BEGIN,
-                    end: str = README_END) -> str:
-    """README text with the generated block between `begin` and `end` replaced (or appended
-    if absent)."""
-    if begin in readme and end in readme:
-        head = readme.split(begin, 1)[0]
-        tail = readme.split(end, 1)[1]
-        return head + section + tail
-    return readme.rstrip("\n") + "\n\n" + section + "\n"

@@ -1,6 +1,6 @@
 """Where a bench.e2e run's gangs waited inside the operator, read from its JSON log.
 
-    python -m bench.operator_log RUN_DIR/arrival-phalanx/logs/phalanx-operator.log
+    python -m bench.e2e.operator_log RUN_DIR/arrival-phalanx/logs/phalanx-operator.log
 
 bench.e2e runs the operator with `--log-format=json`: a "cycle" line per cycle that
 started writes (its `seconds`, `snapshot_seconds`, `writes_in_flight` and the garbage

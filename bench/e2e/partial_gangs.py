@@ -1,6 +1,6 @@
 """The gangs a bench.e2e run saw partly bound, beside when the operator had all their replies.
 
-    python -m bench.partial_gangs RESULTS.json RUN_DIR/backlog-phalanx/logs/phalanx-operator.log
+    python -m bench.e2e.partial_gangs RESULTS.json RUN_DIR/backlog-phalanx/logs/phalanx-operator.log
                                   [--mode backlog]
 
 The benchmark times a binding when its watch event reaches the benchmark's own watcher; the
@@ -21,7 +21,7 @@ import json
 import math
 from pathlib import Path
 
-from bench.operator_log import read_log
+from bench.e2e.operator_log import read_log
 
 
 def placed_times(log: Path, started: float) -> dict[str, tuple[float, float]]:

@@ -1,11 +1,11 @@
 """Where the operator's first cycle goes at bench-5000's size, and when its first write leaves.
 
-    python -m bench.first_cycle [--nodes 5000] [--workload bench/workloads/e2e-5000.yaml]
+    python -m bench.e2e.first_cycle [--nodes 5000] [--workload bench/workloads/e2e-5000.yaml]
                                 [--profile bench/results/first-cycle-profile.txt]
 
 bench-5000's backlog as the operator finds it once its caches are listed (5,000 kwok
 Nodes, the `default` NetworkTopology and Queue, 1,700 PodGroups, 20,870 pending pods, as
-`bench.snapshot` builds them), run through the operator's own `Scheduler.cycle` with an
+`bench.e2e.snapshot` builds them), run through the operator's own `Scheduler.cycle` with an
 API that answers every request at once (no cluster: the shell's own cost, not the API
 server's). Printed, in CPU and wall seconds: the parsing the operator does while its
 LISTs arrive (Pods, PodGroups and Nodes, page by page; `--no-warm` leaves it to the
@@ -29,7 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.snapshot import ROOT, WORKLOAD, cluster_objects
+from bench.common import ROOT
+from bench.e2e.snapshot import WORKLOAD, cluster_objects
 from phalanx.cluster.description import load_description, network_topology
 from phalanx.config import Settings
 from phalanx.config.settings import Mode
@@ -80,7 +81,7 @@ class Phases:
 
 def objects_of(workload: Path, nodes: int | None) -> list[dict[str, Any]]:
     found = cluster_objects(workload, nodes)
-    from bench.e2e_workload import load_workload
+    from bench.e2e.workload import load_workload
 
     description = load_description(ROOT / load_workload(workload).cluster)
     queue = {"apiVersion": GROUP_VERSION, "kind": "Queue", "metadata": {
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     if profile is not None and args.profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(40)
-        command = "python -m bench.first_cycle " + " ".join(argv or sys.argv[1:])
+        command = "python -m bench.e2e.first_cycle " + " ".join(argv or sys.argv[1:])
         args.profile.write_text("\n".join([command, "", *lines, "", out.getvalue()]))
 
 

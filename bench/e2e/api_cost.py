@@ -3,7 +3,7 @@
 Phalanx's writes per gang are PodGroup writes (a custom resource: JSON, schema
 validation, managed fields); kube-scheduler's per pod are Events (a built-in type). This
 measures what each costs the API server, so the end-to-end comparison can be read per
-request: `python -m bench.api_cost [--requests N]` prints milliseconds of kube-apiserver
+request: `python -m bench.e2e.api_cost [--requests N]` prints milliseconds of kube-apiserver
 CPU (utime + stime from /proc) per request, N requests of each kind, 32 in flight.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.e2e_measure import read_process
+from bench.e2e.measure import read_process
 from phalanx.cluster import LocalCluster
 
 GROUPS = "/apis/scheduling.phalanx.io/v1alpha1/namespaces/cost/podgroups"
@@ -116,7 +116,7 @@ def _cpu(pid: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.api_cost", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e.api_cost", description=__doc__)
     parser.add_argument("--requests", type=int, default=500)
     args = parser.parse_args(argv)
     cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="bench-api-cost-")))

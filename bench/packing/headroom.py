@@ -1,8 +1,8 @@
 """How much room the FGD paper's packing benchmark leaves above FGD, and where GPU stays free.
 
-    python -m bench.packing_headroom                     # seed 1 of default, multigpu50,
+    python -m bench.packing.headroom                     # seed 1 of default, multigpu50,
                                                          # gpushare100 (minutes a trace)
-    python -m bench.packing_headroom --traces default --seeds 1 2
+    python -m bench.packing.headroom --traces default --seeds 1 2
 
 For one arrival sequence (`bench.packing`'s, the same for every policy of a seed) it runs
 the compared policies and reports, at the end of the sequence (130% arrived demand):
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.packing import NODES, TRACES, trace_arrivals
+from bench.packing.run import NODES, TRACES, trace_arrivals
 from phalanx.sim.packing import (
     PackCluster,
     PackNode,

@@ -1,6 +1,6 @@
 """Cost of the operator's snapshot (cache -> core's Snapshot) at bench-5000's size.
 
-    python -m bench.snapshot [--nodes 5000] [--workload bench/workloads/e2e-5000.yaml]
+    python -m bench.e2e.snapshot [--nodes 5000] [--workload bench/workloads/e2e-5000.yaml]
                              [--profile bench/results/snapshot-profile.txt]
 
 The cache holds the objects bench-5000's backlog puts in the cluster (5,000 kwok Nodes,
@@ -31,7 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_workload import (
+from bench.common import ROOT
+from bench.e2e.workload import (
     draw_gangs,
     layout_description,
     load_workload,
@@ -41,12 +42,11 @@ from bench.e2e_workload import (
 from phalanx.cluster.description import load_description, node_objects
 from phalanx.config.settings import Mode
 from phalanx.core.parse.objects import PARSERS
-from phalanx.core.snapshot.picture import ClusterIndex
+from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.cache import ClusterCache, Kind, WatchStore, object_key
 from phalanx.operator.cache_snapshot import assemble, parse_view, parsed_objects, take_snapshot
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "bench" / "workloads" / "e2e-5000.yaml"
 
 
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     if profile is not None and args.profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(30)
-        command = f"python -m bench.snapshot --profile {args.profile}"
+        command = f"python -m bench.e2e.snapshot --profile {args.profile}"
         args.profile.write_text("\n".join([command, "", *lines, "", out.getvalue()]))
 
 

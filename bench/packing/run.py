@@ -1,11 +1,12 @@
 """The FGD paper's packing benchmark (allocation at 130% arrived GPU demand).
 
     python -m bench.packing                     # every trace and policy, seeds 1-10; rewrites
-                                                # bench/results/packing.json and its table in
-                                                # bench/README.md
+                                                # bench/results/packing.json, its table in
+                                                # bench/README.md and the full tables in
+                                                # docs/benchmarks/packing-results.md
     python -m bench.packing --traces default --policies bestfit --seeds 1 2 3 --no-readme
     python -m bench.packing --policies phalanx --add   # redo one policy, keep the others' runs
-    python -m bench.packing --report-only              # the README table from the JSON again
+    python -m bench.packing --report-only              # the tables from the JSON again
 
 Each (trace, seed) is one arrival sequence (`phalanx.sim.packing.arrivals`) that every
 policy sees; each (trace, seed, policy) is one run, spread over `--jobs` processes.
@@ -26,17 +27,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.e2e_report import replace_section
-from bench.packing_report import BEGIN, END, readme_section
+from bench import common
+from bench.packing.report import generated, readme_section
 
 if TYPE_CHECKING:
     from phalanx.sim.packing import PackNode, PackPod
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "bench" / "data" / "alibaba-gpu-v2023"
+DATA = common.BENCH / "data" / "alibaba-gpu-v2023"
 NODES = DATA / "openb_node_list_gpu_node.csv"
-RESULTS = ROOT / "bench" / "results" / "packing.json"
-README = ROOT / "bench" / "README.md"
+RESULTS = common.RESULTS / "packing.json"
 TRACES = ("default", "multigpu50", "gpushare100")
 WHOLE = "-whole"
 """Suffix of a trace with its fractional pods removed."""
@@ -58,8 +57,8 @@ def trace_arrivals(
     trace: str, seed: int, nodes: Sequence[PackNode]
 ) -> tuple[list[PackPod], list[PackPod]]:
     """The trace's pods (`-whole`: without its fractional ones) and one seed's arrivals of
-    them, until they ask for 130% of the nodes' GPUs: the table, `bench.packing_losses`
-    and `bench.packing_headroom` judge the same arrivals."""
+    them, until they ask for 130% of the nodes' GPUs: the table, `bench.packing.losses`
+    and `bench.packing.headroom` judge the same arrivals."""
     from phalanx.sim.packing import arrivals, read_trace, whole_gpu_only
 
     pods = read_trace(DATA / f"openb_pod_list_{trace.removesuffix(WHOLE)}.csv")
@@ -130,11 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "random: a draw per pod (kube-scheduler's own selectHost)")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--report-only", action="store_true",
-                        help="only rewrite the README table from --output")
+                        help="only rewrite the tables from --output (printed unless it is "
+                        "bench/results/packing.json, the tables' source)")
     args = parser.parse_args(argv)
     if args.report_only:
-        report = json.loads(args.output.read_text())
-        README.write_text(replace_section(README.read_text(), readme_section(report), BEGIN, END))
+        _write_tables(args.output)
         return 0
     policies = args.policies or available_policies()
     ties = args.ties == "random"
@@ -163,8 +162,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=1) + "\n")
     if not args.no_readme:
-        README.write_text(replace_section(README.read_text(), readme_section(report), BEGIN, END))
+        _write_tables(args.output)
     return 0
+
+
+def _write_tables(output: Path) -> None:
+    """The README block and docs/benchmarks/packing-results.md when `output` is their source;
+    another results file's tables are printed."""
+    if output.resolve() == RESULTS:
+        common.write([generated()])
+    else:
+        print(readme_section(json.loads(output.read_text())))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """How long the local cluster takes to start, with and without kube-controller-manager.
 
-`python -m bench.cluster_start [--rounds N] [--cluster examples/clusters/small.yaml]` starts
+`python -m bench.e2e.cluster_start [--rounds N] [--cluster examples/clusters/small.yaml]` starts
 the control plane N times in each configuration, alternating (so both see the same machine
 load), and prints the median and range of `start()` (processes up, kube-apiserver ready,
 kube-controller-manager healthy) and of `prepare()` (CRDs, nodes Ready), as the test session's
