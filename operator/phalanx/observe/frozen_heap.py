@@ -6,7 +6,7 @@ generation since the last one number a quarter of that generation. The operator'
 replaces a pod's body at every watch event, so that quarter fills again within seconds,
 and each full collection goes over every tracked object with the interpreter held: at
 bench-5000 in arrival mode, 47 full collections in about 200 s, 40 s of pauses in all,
-the longest 1.3 s (`gc_seconds` in the cycle lines, `python -m bench.operator_log`).
+the longest 1.3 s (`gc_seconds` in the cycle lines, `python -m bench.e2e.operator_log`).
 Nothing in the cache or a snapshot needs the cyclic collector: bodies and parsed forms
 are freed by reference counting when replaced.
 
@@ -21,7 +21,7 @@ The youngest generation is also collected less often: CPython collects it after 
 to its end (a GroupWork and a GroupDecision per group, the rooms of the searches), so
 each was scanned several times on its way to the oldest generation, to free nothing.
 With 20,000 (and 20 collections of each younger generation before the next one):
-Alibaba trace, seed 1 (`python -m bench.sim_cycles --cluster
+Alibaba trace, seed 1 (`python -m bench.sim.cycles --cluster
 bench/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv --trace
 bench/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy phalanx --load 1.3
 --cycle-period 300 --seed 1`, two runs each way alternated, load 0.9-1.5), the collector's

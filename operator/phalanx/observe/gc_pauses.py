@@ -2,7 +2,7 @@
 
 CPython's cyclic collector runs inside whatever thread allocates, holding the interpreter
 lock: while it goes over every tracked object (a full collection: hundreds of
-thousands of objects at bench-5000, 0.3 s in `python -m bench.snapshot`'s process alone)
+thousands of objects at bench-5000, 0.3 s in `python -m bench.e2e.snapshot`'s process alone)
 neither the event loop nor the core's thread moves. Binding replies wait, the watch
 falls behind, a cycle's seconds grow, and nothing in the operator's own figures says
 why. The collector's `gc.callbacks` hook times each collection.

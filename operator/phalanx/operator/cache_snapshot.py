@@ -89,7 +89,7 @@ def parse_view(cache: ClusterCache, view: View, mode: Mode,
     """Every object the core may be shown, parsed (only what changed since the last
     cycle), the pods it may not see left out. Reads a view and the parsed forms' memory,
     nothing the event loop changes, so the operator runs it in a worker thread: after
-    bindings and arrivals, parsing is most of a snapshot's cost (`python -m bench.snapshot`)."""
+    bindings and arrivals, parsing is most of a snapshot's cost (`python -m bench.e2e.snapshot`)."""
     others: list[object] = []
     for kind in PLAIN_KINDS:
         others += (item for _, item in cache.parsed_in(view, kind))

@@ -35,7 +35,7 @@ def topology_status(
 ) -> dict[str, Any] | None:
     """The domain tree with node and GPU counts (total and free, `phalanx.core.snapshot.gpus`)
     per domain, except a host level (`listed_domains`) unless `hosts` (only for
-    `bench.topology_status_size`, which measures what leaving them out saves)."""
+    `bench.e2e.topology_status_size`, which measures what leaving them out saves)."""
     index = snapshot.index
     if name not in index.topologies:
         return None
@@ -56,7 +56,7 @@ def listed_domains(tree: DomainTree) -> list[int]:
     is one node (a host level): such a row only repeats its Node, and the status is
     written after every cycle that places. At 5,000 nodes (bench-5000) host rows were
     5,000 of 5,208, 675 KB of JSON per write against 23 KB without them
-    (`python -m bench.topology_status_size`), and writes timed out while the API server
+    (`python -m bench.e2e.topology_status_size`), and writes timed out while the API server
     was busy; with a host row per node the status alone would pass etcd's 1.5 MiB object
     limit at about 12,500 nodes (1,563 KB compact, `... --nodes 12500`).
     `kubectl phalanx topology --all-levels` still shows hosts."""

@@ -110,7 +110,7 @@ class ShapeMix:
         a node. Rare shapes are left out: counting them (the least cpu of any GPU pod in
         the window, 1 core on the Alibaba trace) let pods leave whole GPUs beside one or
         two cores that only pods which never came again could use (`python -m
-        bench.packing_losses`); against the typical shapes, allocation at 130% on the
+        bench.packing.losses`); against the typical shapes, allocation at 130% on the
         FGD paper's benchmark went up 0.70 pt on `default-whole` and 0.25 on
         `multigpu50-whole`, within the seeds' noise on the three published traces
         (bench/README.md)."""

@@ -52,7 +52,7 @@ over seeds 1-5 (+0.11 to +0.18 on held-out seeds 3-5) and `default` from 95.94 t
 95.96; `gpushare100` has no whole-GPU pods. Without fractions it lost: `multigpu50-whole`
 99.90 -> 99.79 (seeds 1-5), so there the window stays 128. 512 and 1,024 gave the same
 figures within the seeds' noise, and 1,024 took the Alibaba simulator's cycle p95 from
-0.36 to 0.56 s (`python -m bench.sim_cycles`, seed 1; 256: 0.35 s) (bench/README.md)."""
+0.36 to 0.56 s (`python -m bench.sim.cycles`, seed 1; 256: 0.35 s) (bench/README.md)."""
 MULTI_GPU_CANDIDATES = 1024
 """The window of a lone pod of two or more whole GPUs: such pods are few, and the nodes
 with that many free devices differ in the cpu and memory left beside them, so they are

@@ -577,7 +577,7 @@ class Preemptions:
 
 _EXPIRED = "; the room held for it was released: it did not free up in time"
 TAKEN_BACK = "lent to it while it waited, is taken back"
-"""In the message of an eviction by `_take_back` (bench.sim_trace counts them)."""
+"""In the message of an eviction by `_take_back` (bench.sim.trace counts them)."""
 _NO_PROBLEM = Problem(StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, "")
 
 

@@ -105,7 +105,7 @@ class ClusterIndex:
     is the very same object with the very same pods on it keeps its free capacity: the
     operator's cache parses an object anew for each new version only, so most groups
     and nodes are unchanged between cycles, and summarizing every group again was most
-    of the index's cost (`python -m bench.snapshot`). The cycle on it takes over, in the
+    of the index's cost (`python -m bench.e2e.snapshot`). The cycle on it takes over, in the
     same way, the work and decision of a group that runs with nothing to place from the
     previous index's cycle (`settled_before`, checked by `phalanx.core.admission.members.Settled`).
     The result is the same as without.

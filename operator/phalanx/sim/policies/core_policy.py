@@ -160,7 +160,7 @@ class CorePolicy:
         Alibaba cycle), where the operator's index takes most of them over from its last
         cycle, frozen at its cycle's start. Collections inside the core otherwise went
         over the whole snapshot: 0.1-0.2 s of each of the slowest cycles
-        (`python -m bench.sim_cycles`, its gc column)."""
+        (`python -m bench.sim.cycles`, its gc column)."""
         started = self._wall()
         snapshot, pod_job = self.snapshot(view)
         self._heap.cycle_started()
