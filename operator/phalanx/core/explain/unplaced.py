@@ -18,7 +18,8 @@ from phalanx.core.model.device_share import DEVICE
 from phalanx.core.model.names import GPU, GPU_MEMORY_LABEL
 from phalanx.core.model.status import Exclusion, Reason, StatusCode
 from phalanx.core.placement.gang import GangRequest
-from phalanx.core.placement.state import CycleState, static_room, static_takes
+from phalanx.core.placement.state import CycleState
+from phalanx.core.placement.static_room import static_room, static_takes
 from phalanx.core.snapshot.devices import part_of
 from phalanx.core.snapshot.index import UNLIMITED_PODS
 from phalanx.core.snapshot.predicates import tolerated, unmatchable

@@ -10,26 +10,21 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from phalanx.core.model.device_share import DEVICE, DeviceShare
-from phalanx.core.model.inputs import NodeInfo, PodInfo
-from phalanx.core.model.names import GPU, PodKey
+from phalanx.core.model.device_share import DeviceShare
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import PodKey
 from phalanx.core.model.status import Exclusion, Problem
+from phalanx.core.placement.device_rooms import DeviceRooms, _Rooms
 from phalanx.core.placement.fragmentation import ShapeMix
 from phalanx.core.placement.near_not_ready import nodes_near_not_ready
 from phalanx.core.placement.rooms import RoomIndex
 from phalanx.core.snapshot.devices import (
     holds_gpus,
-    known_slots,
-    overcommitted,
     part_of,
-    pod_shares,
-    take,
 )
-from phalanx.core.snapshot.devices import slots as devices_slots
 from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.predicates import NO_CONSTRAINTS, Constraints, static_exclusion
 from phalanx.core.snapshot.shapes import Shape, fit_count, fit_counts_of_columns
@@ -37,8 +32,6 @@ from phalanx.topology.tree import DomainTree
 
 _NODE_WIDE = (Exclusion.NOT_READY, Exclusion.CORDONED)
 HELD_PODS = 1 << 40
-_WHOLE = -1  # `CycleState._rooms`: a node counted from its free GPUs
-_UNKNOWN = -2  # `CycleState._rooms`: slots not counted since the node's devices changed
 
 
 @dataclass(slots=True)
@@ -101,15 +94,6 @@ class NodeGrades:
     device (`phalanx.core.placement.node_choice._taken`)."""
 
 
-@dataclass(slots=True)
-class _Rooms:
-    """`CycleState._rooms` of one part of a device: per node, and how many nodes of
-    `CycleState._listed` it has been brought up to date with."""
-
-    per_node: list[int]
-    seen: int = 0
-
-
 @dataclass(frozen=True, slots=True)
 class LevelBest:
     """The domain of a level that can take the most pods of a shape."""
@@ -119,7 +103,7 @@ class LevelBest:
     count: int
 
 
-class CycleState:
+class CycleState(DeviceRooms):
     """`avoid_level`: SchedulerConfig.avoid_not_ready_level, for the pods that ask
     (Constraints.avoid_not_ready_in)."""
 
@@ -196,121 +180,6 @@ class CycleState:
         key of `node_grades`, cheaper to look up than the shape itself."""
         key = (shape.requests, shape.gpu_milli, shape.gpu_memory)
         return self._grade_ids.setdefault(key, len(self._grade_ids))
-
-    def devices(self, node: int) -> list[int]:
-        """Milli held on each GPU device of the node, kept current by placements."""
-        used = self._used.get(node)
-        if used is None:
-            used = self._used[node] = list(self.index.device_usage(node).used)
-            self._listed.append(node)
-        return used
-
-    def owned_whole_free(self, node: int) -> int | None:
-        """Whole devices free on a node where each pod holds whole devices of its own
-        (`devices.owned_whole_free`) and whose devices the state never listed (no pod
-        placed or taken off there this cycle, so they are as the snapshot has them);
-        None elsewhere: count such nodes per device."""
-        if node in self._used:
-            return None
-        return self.index.owned_whole_free(node)
-
-    def shared_nodes(self) -> set[int]:
-        """Nodes where a device may be partly held (a fractional pod is or was there this
-        cycle): `fragment_free` is 0 on every other node, so a scan for shared parts
-        looks at these alone."""
-        return self._shared
-
-    def fragment_free(self, node: int) -> int:
-        """Milli free on the node's devices that fractional pods share (usable by other
-        fractional pods only); 0 on a node where no device is partly held. Kept until a
-        pod's devices move on the node."""
-        if node not in self._shared:
-            return 0
-        spare = self._spare.get(node)
-        if spare is None:
-            used = self.devices(node)
-            spare = self._spare[node] = sum(DEVICE - t for t in used if 0 < t < DEVICE)
-        return spare
-
-    def slots(self, node: int, milli: int) -> int:
-        """Pods taking `milli` of one device the node's devices still take; a node with
-        no device partly held needs no device list (its whole free GPUs say it all)."""
-        if node in self._used or node in self.index.shared_nodes:
-            return self._device_slots(node, milli)
-        if milli <= 0 or milli > DEVICE:
-            return 0
-        return max(self.free[node].get(GPU, 0), 0) // DEVICE * (DEVICE // milli)
-
-    def _device_slots(self, node: int, milli: int) -> int:
-        """`slots` of the node's devices, remembered per node until they change: every
-        fractional shape of a cycle asks every node with shared devices, and the shapes
-        ask a few parts of a device between them. A count is made from the very device
-        state the shared `known_slots` entry is keyed by, so what goes into that entry is
-        right for every node and cycle that reads it, even if a change to this node's
-        devices ever failed to drop its entry here."""
-        known = self._slot_counts.get(node)
-        if known is None:
-            state = tuple(self.devices(node))
-            known = self._slot_counts[node] = (state, known_slots(state))
-        state, counts = known
-        found = counts.get(milli)
-        if found is None:
-            found = counts[milli] = devices_slots(state, milli)
-        return found
-
-    def _within_slots(self, counts: list[int], milli: int) -> list[int]:
-        """`min(count, slots(node, milli))` on every node, for one part of a device on
-        every node: from the free GPU column on the nodes whose devices are all whole,
-        from `_rooms` on the others, in one pass; the slots of a node with a count that
-        `_rooms` does not know yet are counted and kept (a scan of every node calling
-        `slots` was a twentieth of a simulator cycle; a loop over the nodes with shared
-        devices per fractional shape, a fifteenth of a late one)."""
-        if milli <= 0 or milli > DEVICE:
-            return [0] * len(counts)
-        per = DEVICE // milli
-        rooms = self._rooms(milli)
-        capped = [
-            (c if c <= (whole := free // DEVICE * per if free > 0 else 0) else whole)
-            if room == _WHOLE
-            else (c if c < room else room) if room >= 0 else -1 if c else 0
-            for c, free, room in zip(counts, self.column(GPU), rooms, strict=True)
-        ]  # min(c, whole GPUs free * per) or min(c, room), without the slower builtin calls
-        for node in [i for i, count in enumerate(capped) if count < 0]:
-            room = rooms[node] = self._device_slots(node, milli)
-            count = counts[node]
-            capped[node] = count if count < room else room
-        return capped
-
-    def _rooms(self, milli: int) -> list[int]:
-        """Per node, `slots(node, milli)` where it counts devices one by one (a device
-        partly held, now or in the snapshot, or listed by the state), `_UNKNOWN` there
-        until asked, `_WHOLE` elsewhere. Kept per part of a device and brought up to
-        date from the nodes listed or moved since (`_listed`): the shapes of a cycle ask
-        a few parts between them."""
-        found = self._rooms_of.get(milli)
-        changed: Iterable[int]
-        if found is None:
-            found = self._rooms_of[milli] = _Rooms([_WHOLE] * len(self.index.nodes))
-            changed = self._used.keys() | self.index.shared_nodes
-        else:
-            changed = self._listed[found.seen :]
-        rooms = found.per_node
-        for node in changed:
-            rooms[node] = _UNKNOWN
-        found.seen = len(self._listed)
-        return rooms
-
-    def column(self, name: str) -> list[int]:
-        """Free amount of one resource on every node, kept current by `_change`: each new
-        shape's fit counts read columns instead of every node's dict. Its figures are
-        new int objects (`+ 0`), made one after the other, so a scan of the column reads
-        memory in order: the nodes' own are made as their pods come and go, cycle after
-        cycle in the simulator, and lie scattered over the heap (the scans of a seed-3
-        Alibaba run took up to a tenth less CPU so)."""
-        column = self._columns.get(name)
-        if column is None:
-            column = self._columns[name] = [free.get(name, 0) + 0 for free in self.free]
-        return column
 
     def tree(self, topology: str | None) -> DomainTree:
         tree = self._trees.get(topology)
@@ -524,45 +393,6 @@ class CycleState:
         self._refresh_counts(node, shrinking=sign < 0 and all(
             amount >= 0 for amount in pod.requests.values()))
 
-    def _move_devices(self, node: int, pod: PodInfo, sign: int) -> None:
-        """Take (sign -1) or give back the pod's devices. A running pod taken off (a
-        preemption trial) and put back gets the devices it held; a device a fraction
-        starts or stops using leaves or rejoins the node's whole free GPUs."""
-        used = self.devices(node)
-        self._spare.pop(node, None)
-        self._slot_counts.pop(node, None)
-        self._listed.append(node)
-        before = used.count(0) if pod.fractional else 0
-        if sign < 0:
-            released = self._released.pop(pod.key, None)
-            if released is not None and released[0] == node:
-                shares = released[1]
-                take(used, shares, 1)
-            else:
-                info = self.index.nodes[node]
-                found = pod_shares(pod, info, used)  # takes what it finds
-                if found is None:
-                    found = overcommitted(pod, info, used)
-                    take(used, found, 1)
-                shares = found
-            self.shares[pod.key] = shares
-        else:
-            shares = self.shares.pop(pod.key, ())
-            if not shares:
-                shares = self.index.device_usage(node).shares.get(pod.key, ())
-            if pod.node_name is not None:  # a running pod: its devices are where it runs
-                self._released[pod.key] = (node, shares)
-            take(used, shares, -1)
-        if pod.fractional:
-            self._shared.add(node)
-            change = (used.count(0) - before) * DEVICE
-            if change:
-                free = self.free[node]
-                free[GPU] = free.get(GPU, 0) + change
-                column = self._columns.get(GPU)
-                if column is not None:
-                    column[node] = free[GPU]
-
     def _refresh_counts(self, node: int, shrinking: bool) -> None:
         """`shrinking`: the node only lost room, so shapes that fit no pod there still
         fit none and are skipped (most of them, on a busy cluster with many shapes)."""
@@ -601,69 +431,6 @@ class CycleState:
                 level_rooms = indexes[position]
                 if level_rooms is not None:
                     level_rooms.move(domain, before, before + delta)
-
-
-def static_room(state: CycleState, shape: Shape, topology: str | None) -> list[int]:
-    """Pods of `shape` each domain could take if every node were empty, ready and
-    uncordoned: when even this is too small, waiting will not help."""
-    cache = state.static_rooms
-    key = (shape, topology)
-    room = cache.get(key)
-    if room is None:
-        room = cache[key] = roll_up(state.tree(topology), static_counts(state, shape))
-    return room
-
-
-def static_counts(state: CycleState, shape: Shape) -> list[int]:
-    """`static_room` per node (its sum is the whole cluster's); cached per shape, read
-    column-wise from the nodes' allocatable."""
-    cache = state.static_node_counts
-    counts = cache.get(shape)
-    if counts is None:
-        index = state.index
-        columns = [index.allocatable_column(name) for name, _ in shape.requests]
-        fits = fit_counts_of_columns(columns, index.pods_allocatable, shape.requests)
-        if shape.fractional:
-            if shape.gpu_milli:  # the same part of a device on every node
-                per = DEVICE // shape.gpu_milli if shape.gpu_milli <= DEVICE else 0
-                takes = [gpus * per for gpus in index.gpu_counts]
-            else:
-                takes = [_devices_take(shape, node) for node in index.nodes]
-            fits = list(map(min, fits, takes))
-        static = state.static(shape.constraints)
-        counts = [c if cause in _TRANSIENT else 0 for c, cause in zip(fits, static, strict=True)]
-        cache[shape] = counts
-    return counts
-
-
-def static_takes(state: CycleState, shape: Shape, need: int) -> bool:
-    """Is `static_room` at the root at least `need`? Nodes are counted in order only as
-    far as needed (usually the first few), and where the count stopped is kept per
-    shape, so a shape's nodes are counted at most once a cycle whatever is asked."""
-    scan = state.static_scans.get(shape)
-    if scan is None:
-        scan = state.static_scans[shape] = [0, 0]
-    position, total = scan
-    index, static = state.index, state.static(shape.constraints)
-    while total < need and position < len(static):
-        if static[position] in _TRANSIENT:
-            node = index.nodes[position]
-            fit = fit_count(node.allocatable, index.pods_allocatable[position], shape.requests)
-            if fit and shape.fractional:
-                fit = min(fit, _devices_take(shape, node))
-            total += fit
-        position += 1
-    scan[0], scan[1] = position, total
-    return total >= need
-
-
-_TRANSIENT = (None, Exclusion.NOT_READY, Exclusion.CORDONED)  # waiting may lift these
-
-
-def _devices_take(shape: Shape, node: NodeInfo) -> int:
-    """Pods of a fractional shape the node's devices take when all are free."""
-    milli = part_of(shape.gpu_milli, shape.gpu_memory, node)
-    return node.gpu_count * (DEVICE // milli) if 0 < milli <= DEVICE else 0
 
 
 def roll_up(tree: DomainTree, node_counts: list[int]) -> list[int]:

@@ -15,7 +15,8 @@ from functools import cached_property
 from phalanx.core.model.inputs import PodInfo
 from phalanx.core.placement.gang import GangRequest, place_gang
 from phalanx.core.placement.routes import Route
-from phalanx.core.placement.state import CycleState, static_room, static_takes
+from phalanx.core.placement.state import CycleState
+from phalanx.core.placement.static_room import static_room, static_takes
 from phalanx.core.preemption.room import DomainRoom, Vector, resource_names
 from phalanx.core.preemption.search import Allowed, Cost, choose
 from phalanx.core.preemption.units import Unit
