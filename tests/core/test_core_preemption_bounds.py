@@ -18,8 +18,9 @@ from phalanx.core.model.status import Problem, Reason, StatusCode
 from phalanx.core.placement.gang import GangRequest
 from phalanx.core.placement.routes import Route, route_of
 from phalanx.core.placement.state import CycleState
-from phalanx.core.preemption.cycle import Failure, Preemptions
+from phalanx.core.preemption.cycle import Preemptions
 from phalanx.core.preemption.find import Finder
+from phalanx.core.preemption.reservations import Failure
 from phalanx.core.snapshot.shapes import demand_of
 
 HIGH = PriorityClassInfo("high", 1000)

@@ -23,7 +23,8 @@ from phalanx.core.placement.gang import GangPlacement, GangRequest, place_gang
 from phalanx.core.placement.near_not_ready import avoiding
 from phalanx.core.placement.routes import Route, route_of
 from phalanx.core.placement.state import CycleState
-from phalanx.core.preemption.cycle import Failure, Preemptions
+from phalanx.core.preemption.cycle import Preemptions
+from phalanx.core.preemption.reservations import Failure
 from phalanx.core.snapshot.picture import Snapshot
 from phalanx.core.snapshot.resources import charged
 from phalanx.core.snapshot.shapes import Shape, demand_of
