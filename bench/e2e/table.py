@@ -14,10 +14,10 @@ from bench.e2e.report import LABELS, MORE_LABELS, _fmt, after_last_creation
 
 COMMAND = "python -m bench.e2e"
 PAGE = "docs/benchmarks/e2e-results.md"
-README_FILES = ("e2e", "e2e-5000")
+README_FILES = ("e2e", "e2e-5000", "e2e-backlog-1000", "e2e-backlog-5000")
 """The results files (bench/results/<name>.json) with a headline block in bench/README.md:
 `make bench-e2e` and `make bench-e2e-5000`'s."""
-PAGE_FILES = ("e2e", "e2e-5000", "e2e-5000-8", "e2e-backlog-1000")
+PAGE_FILES = ("e2e", "e2e-5000", "e2e-5000-8", "e2e-backlog-1000", "e2e-backlog-5000")
 """The results files with their full tables in docs/benchmarks/e2e-results.md."""
 
 NAMES = {"phalanx": "Phalanx (binder)", "kube-scheduler": "kube-scheduler",
