@@ -18,8 +18,9 @@ from phalanx.config import Settings
 from phalanx.observe import Metrics
 from phalanx.observe.logging import configure_logging
 from phalanx.operator.cache import ClusterCache
+from phalanx.operator.gang_writes import failure_label
 from phalanx.operator.kube.client import KubeApi
-from phalanx.operator.scheduler import Scheduler, failure_label
+from phalanx.operator.scheduler import Scheduler
 
 NOW = 1_000_000.0
 CREATED = "1970-01-12T13:46:00Z"  # NOW - 40 s

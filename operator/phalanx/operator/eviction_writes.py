@@ -1,0 +1,86 @@
+"""Carrying out the core's evictions: each victim group's pods through the Eviction API
+in the background (a pod condition first), then booked (`EvictionBook`: accepted,
+refused by a PodDisruptionBudget, failed), counted and said in Events on the victim's
+and the preemptor's groups."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import structlog
+
+from phalanx.core.model.eviction import Eviction
+from phalanx.core.model.names import GPU
+from phalanx.core.snapshot.gpus import MILLI
+from phalanx.core.snapshot.picture import Snapshot
+from phalanx.observe.logging import group_context
+from phalanx.observe.metrics import Metrics
+from phalanx.operator.cache import Body, ClusterCache, Kind
+from phalanx.operator.compose import eviction_event, eviction_refused_event
+from phalanx.operator.evictions import EvictionBook
+from phalanx.operator.evictor import VictimsEvicted, victims_of
+from phalanx.operator.writes import Writes
+
+log = structlog.get_logger("phalanx.operator")
+
+
+class EvictionWrites:
+    """The evictions of the cycles, as `Scheduler` hands them over."""
+
+    def __init__(self, cache: ClusterCache, writes: Writes, evicting: EvictionBook,
+                 metrics: Metrics, clock: Callable[[], float]) -> None:
+        self._cache = cache
+        self._writes = writes
+        self._evicting = evicting
+        self._metrics = metrics
+        self._clock = clock
+
+    def evict(
+        self, evictions: Sequence[Eviction], snapshot: Snapshot, pods: Mapping[str, Body]
+    ) -> None:
+        """Carry out the core's evictions not asked for already, a victim group at a time."""
+        new = self._evicting.start(evictions)
+        if not new:
+            return
+        keys = {e.pod for e in new}
+        gpus: dict[str, float] = {
+            p.key: p.requests.get(GPU, 0) / MILLI for p in snapshot.pods if p.key in keys
+        }
+        for victims in victims_of(new):
+            async def done(outcome: VictimsEvicted) -> None:
+                self._evicted(outcome, gpus)
+
+            self._writes.evict(victims, pods, done)
+
+    def _evicted(self, outcome: VictimsEvicted, gpus: Mapping[str, float]) -> None:
+        """Book what the API server answered, count it, and say it on the groups."""
+        now = self._clock()
+        victims = outcome.victims
+        for key in outcome.evicted:
+            self._evicting.accepted(key, now)
+            self._metrics.record_eviction(victims.reason, gpus.get(key, 0))
+        for key in outcome.refused:
+            self._evicting.refused(key, now)
+        for key in [*outcome.failed, *outcome.gone]:
+            self._evicting.failed(key)
+        for key in victims.pods:  # asked in a dry run only: not evicted, not refused
+            if key not in outcome.refused and key not in outcome.evicted:
+                self._evicting.failed(key)
+        self._metrics.record_eviction_refused(len(outcome.refused))
+        with group_context(victims.preemptor):
+            log.info("evicted", victim=victims.group or victims.pods[0], reason=victims.reason,
+                     evicted=len(outcome.evicted), refused=len(outcome.refused),
+                     failed=len(outcome.failed), gone=len(outcome.gone))
+        victim = (self.group_body(victims.group) if victims.group
+                  else self._cache.get(Kind.POD, victims.pods[0]))
+        if outcome.evicted and victim is not None:
+            self._writes.event(eviction_event(victim, outcome))
+        preemptor = self.group_body(victims.preemptor)
+        if outcome.refused and preemptor is not None:
+            self._writes.event(eviction_refused_event(preemptor, outcome))
+
+    def group_body(self, key: str) -> Body | None:
+        """A group's object, Phalanx's PodGroup first, then Kubernetes' own."""
+        cache = self._cache
+        return (cache.get(Kind.POD_GROUP, key) or cache.get(Kind.UPSTREAM_POD_GROUP, key)
+                or cache.get(Kind.UPSTREAM_COMPOSITE, key))
