@@ -11,7 +11,7 @@ shown beside, once any exist.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from phalanx.core.model.names import HOSTNAME_LABEL
 from phalanx.core.snapshot.gpus import MILLI, DomainGpus, domain_gpus
@@ -20,20 +20,15 @@ from phalanx.topology.tree import ROOT, DomainTree
 
 
 @dataclass(frozen=True, slots=True)
-class DomainRow:
-    """One domain; `domain` is the tree id, `parent` the parent's id (-1 for the root)."""
+class DomainRow(DomainGpus):
+    """One domain: its GPU counts (`DomainGpus`, the core's one definition) and where it
+    sits; `domain` is the tree id, `parent` the parent's id (-1 for the root)."""
 
-    domain: int
-    parent: int
-    depth: int
-    level: str
-    name: str
-    nodes: int
-    gpus: int
-    free_gpus: int
-    whole_free_nodes: int
-    fragmented: int = 0
-    fragment_free: int = 0
+    domain: int = ROOT
+    parent: int = -1
+    depth: int = 0
+    level: str = ""
+    name: str = ""
 
 
 class TopologyNotFound(LookupError):
@@ -61,17 +56,12 @@ def _walk(
 ) -> None:
     out.append(
         DomainRow(
+            **asdict(counts[domain]),
             domain=domain,
             parent=tree.parent[domain] if domain != ROOT else -1,
             depth=depth,
             level=tree.level_name(domain) or "cluster",
             name=tree.path[domain][-1] if tree.path[domain] else tree.topology or "cluster",
-            nodes=counts[domain].nodes,
-            gpus=counts[domain].gpus,
-            free_gpus=counts[domain].free_gpus,
-            whole_free_nodes=counts[domain].whole_free_nodes,
-            fragmented=counts[domain].fragmented,
-            fragment_free=counts[domain].fragment_free,
         )
     )
     if limit is not None and tree.level_of[domain] >= limit:
