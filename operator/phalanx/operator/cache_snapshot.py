@@ -15,13 +15,14 @@ copied (`ClusterCache.view`) and parsed in a worker thread (`parse_view`), this 
 writes are overlaid on the loop, where their books live (`parsed_objects`), and the
 snapshot is assembled in the thread that then runs the core (`assemble`). At bench-5000
 the snapshot on the loop took 0.8 s a cycle (3.3 s at most) in arrival mode, and every
-binding reply and watch event waited for it.
+binding reply and watch event waited for it. `group_pods` goes the other way, from a
+group in the snapshot back to its pods' cached bodies.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from phalanx.config.settings import Mode
 from phalanx.core.model.backoff import Backoff
@@ -202,3 +203,16 @@ def take_snapshot(
     shown = parsed_objects(parsed, cache, assumed, namespaces, pending_groups, unseen)
     refused = unseen.evicting.refused_lately() if unseen is not None else ()
     return assemble(shown, backoffs, refused, partial_since, previous)
+
+
+def group_pods(
+    snapshot: Snapshot, key: str, pods: Mapping[str, Body], waiting: bool = True
+) -> Sequence[Body]:
+    """The group's waiting pods (or its unfinished pods on nodes), as cached bodies: the
+    way back from a decision to the objects its Events and conditions go on."""
+    members = snapshot.index.members.get(GroupKey(key))
+    if members is None:  # a lone pod of ours is a group of one
+        single = snapshot.index.singles.get(GroupKey(key)) if waiting else None
+        return [pods[single.key]] if single is not None and single.key in pods else []
+    infos = members.waiting if waiting else members.running
+    return [pods[info.key] for info in infos if info.key in pods]

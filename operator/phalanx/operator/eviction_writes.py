@@ -71,15 +71,15 @@ class EvictionWrites:
             log.info("evicted", victim=victims.group or victims.pods[0], reason=victims.reason,
                      evicted=len(outcome.evicted), refused=len(outcome.refused),
                      failed=len(outcome.failed), gone=len(outcome.gone))
-        victim = (self.group_body(victims.group) if victims.group
+        victim = (self._group_body(victims.group) if victims.group
                   else self._cache.get(Kind.POD, victims.pods[0]))
         if outcome.evicted and victim is not None:
             self._writes.event(eviction_event(victim, outcome))
-        preemptor = self.group_body(victims.preemptor)
+        preemptor = self._group_body(victims.preemptor)
         if outcome.refused and preemptor is not None:
             self._writes.event(eviction_refused_event(preemptor, outcome))
 
-    def group_body(self, key: str) -> Body | None:
+    def _group_body(self, key: str) -> Body | None:
         """A group's object, Phalanx's PodGroup first, then Kubernetes' own."""
         cache = self._cache
         return (cache.get(Kind.POD_GROUP, key) or cache.get(Kind.UPSTREAM_POD_GROUP, key)

@@ -5,7 +5,7 @@ said once per cause."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from phalanx.core.admission.node_loss import lost_nodes
 from phalanx.core.model.names import GroupKey
@@ -13,6 +13,7 @@ from phalanx.core.model.result import CycleResult, GroupDecision
 from phalanx.core.parse.upstream import is_upstream
 from phalanx.core.snapshot.picture import Snapshot
 from phalanx.operator.cache import Body
+from phalanx.operator.cache_snapshot import group_pods
 from phalanx.operator.compose import node_failed_event
 from phalanx.operator.events import Event
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS
@@ -69,14 +70,3 @@ class Releases:
         if lost:
             self._writes.event(node_failed_event(group, lost, decision, placed))
 
-
-def group_pods(
-    snapshot: Snapshot, key: str, pods: Mapping[str, Body], waiting: bool = True
-) -> Sequence[Body]:
-    """The group's waiting pods (or its unfinished pods on nodes), as cached bodies."""
-    members = snapshot.index.members.get(GroupKey(key))
-    if members is None:  # a lone pod of ours is a group of one
-        single = snapshot.index.singles.get(GroupKey(key)) if waiting else None
-        return [pods[single.key]] if single is not None and single.key in pods else []
-    infos = members.waiting if waiting else members.running
-    return [pods[info.key] for info in infos if info.key in pods]

@@ -4,9 +4,9 @@ Orchestration only: every decision is the core's (`run_cycle`), what the objects
 say is composed from those decisions (`reports.py`, `compose.py`), and every write goes
 through `Writes` in the background; carrying the decisions out is one module per kind
 (`gang_writes.py` the bindings and leftover plans, `eviction_writes.py` the evictions,
-`releases.py` the partial-gang releases). Order matters: leftover plans are finished first, so
-the capacity they hold is reserved (as assumed pods) before the core plans anything
-else. A cycle returns once its decisions are made and its gangs' pods assumed;
+`releases.py` the partial-gang releases). Order matters: leftover plans are finished
+first, so the capacity they hold is reserved (as assumed pods) before the core plans
+anything else. A cycle returns once its decisions are made and its gangs' pods assumed;
 `settle()` waits for the writes.
 """
 
@@ -37,6 +37,7 @@ from phalanx.operator.cache_snapshot import (
     Shown,
     Unseen,
     assemble,
+    group_pods,
     parse_view,
     parsed_objects,
 )
@@ -47,7 +48,7 @@ from phalanx.operator.gang_writes import GangWrites
 from phalanx.operator.kube.client import Api
 from phalanx.operator.nominations import NominationBook
 from phalanx.operator.plans import PlanBook
-from phalanx.operator.releases import Releases, group_pods
+from phalanx.operator.releases import Releases
 from phalanx.operator.reports import Reports
 from phalanx.operator.workload_gangs import WorkloadGangs
 from phalanx.operator.writes import Writes
@@ -195,10 +196,6 @@ class Scheduler:
             await report
         except Exception:
             log.exception("capacity report failed")
-
-    # -- placing ---------------------------------------------------------------------------
-
-    # -- evicting ---------------------------------------------------------------------------
 
     def _log(
         self, result: CycleResult, placing: Mapping[str, int], now: float, decided: float,
