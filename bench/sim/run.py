@@ -37,12 +37,13 @@ from bench.common import PLOTS, RESULTS, ROOT, WORKLOADS, Generated
 COMMAND = "python -m bench.sim"
 BEGIN, END = common.markers("sim", COMMAND)
 PAGE = "docs/benchmarks/sim-results.md"
-POLICY_ORDER = ("phalanx", "kube-default", "gang-spread", "gang-binpack")
+POLICY_ORDER = ("phalanx", "kube-default", "gang-spread", "gang-binpack", "phalanx-by-size")
 COLORS = {
     "phalanx": "#d62728",
     "kube-default": "#7f7f7f",
     "gang-spread": "#1f77b4",
     "gang-binpack": "#2ca02c",
+    "phalanx-by-size": "#ff9896",
 }
 
 

@@ -184,11 +184,17 @@ def test_evictions_are_listed_in_json_and_table(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(PREEMPTION))
-    code, out, _ = run(capsys, "-f", "-", "-o", "json")
+    an_hour_later = "1796004000"  # 2026-11-30T02:00:00Z: low-0 started at 01:00
+    code, out, _ = run(capsys, "-f", "-", "-o", "json", "--now", an_hour_later)
     assert code == 0
     document = json.loads(out)
     assert document["evictions"] == [
-        {"pod": "ns/low-0", "group": "ns/low", "reason": "Preempted", "preemptor": "ns/high"}
+        {
+            "pod": "ns/low-0", "group": "ns/low", "reason": "Preempted", "preemptor": "ns/high",
+            "work_lost_gpu_hours": 8.0,  # 8 GPUs for an hour, no checkpoint
+            "message": "preempted by ns/high (priority 1000) in queue default; it loses "
+            "8.0 GPU-h of work, done since it started at 01:00 UTC",
+        }
     ]
     assert document["bindings"] == []  # the room is still occupied by the victim
     monkeypatch.setattr("sys.stdin", io.StringIO(PREEMPTION))

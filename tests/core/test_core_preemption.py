@@ -195,11 +195,12 @@ def test_required_level_victims_are_chosen_inside_one_domain() -> None:
 
 def test_a_refused_eviction_makes_it_pick_other_victims() -> None:
     nodes = [node("n0"), node("n1")]
-    first = run(nodes, running_gang("a", ["n0"]), running_gang("b", ["n1"], started=5.0),
-                waiting_gang("high", 1))  # fmt: skip
-    assert evicted_groups(first) == {"default/b"}  # most recently started
-    second = run(nodes, running_gang("a", ["n0"]), running_gang("b", ["n1"], started=5.0),
-                 waiting_gang("high", 1), refused=frozenset({"default/b-0"}))  # fmt: skip
+    first = run(nodes, running_gang("a", ["n0"], started=1.0),
+                running_gang("b", ["n1"], started=5.0), waiting_gang("high", 1), now=10.0)
+    assert evicted_groups(first) == {"default/b"}  # started later: loses less work
+    second = run(nodes, running_gang("a", ["n0"], started=1.0),
+                 running_gang("b", ["n1"], started=5.0), waiting_gang("high", 1), now=10.0,
+                 refused=frozenset({"default/b-0"}))  # fmt: skip
     assert evicted_groups(second) == {"default/a"}
 
 
@@ -390,17 +391,18 @@ def test_reclaimed_room_is_kept_from_a_higher_priority_group_of_another_queue() 
 
 
 def test_victims_with_less_top_priority_work_are_preferred() -> None:
-    """Both nodes need a mid-priority victim; n1's costs 1 GPU of it (and 7 GPUs of low
-    work), n0's a whole 8-GPU mid-priority job: n1 is cheaper."""
+    """Both nodes need a mid-priority victim; n1's costs 1 GPU-hour of its work (and 7 of
+    low work), n0's 8 GPU-hours of a mid-priority job: n1 is cheaper."""
     mid = PriorityClassInfo("mid", 500)
-    small = [running_gang(f"low{i}", ["n1"], gpus=1) for i in range(7)]
+    small = [running_gang(f"low{i}", ["n1"], gpus=1, started=1.0) for i in range(7)]
     result = run(
         [node("n0"), node("n1")],
         mid,
-        running_gang("big", ["n0"], priority="mid"),
-        running_gang("one", ["n1"], gpus=1, priority="mid"),
+        running_gang("big", ["n0"], priority="mid", started=1.0),
+        running_gang("one", ["n1"], gpus=1, priority="mid", started=1.0),
         *small,
         waiting_gang("high", 1),
+        now=3601.0,
     )
     assert "default/big" not in evicted_groups(result)
     assert evicted_groups(result) == {"default/one"} | {f"default/low{i}" for i in range(7)}

@@ -261,7 +261,7 @@ def test_priority_bounds_are_the_units_and_say_exactly_whether_any_may_be_taken(
     while some unit may be taken (here it is exact: the preemptor runs nothing)."""
     index = case.snapshot().index
     priorities = {work.key: work.priority for work in build_works(index)}
-    units = build_units(index, priorities)
+    units = build_units(index, priorities, 0.0)
     by_queue: dict[str, list[int]] = {}
     for unit in units:
         by_queue.setdefault(unit.queue, []).append(unit.priority)
@@ -288,7 +288,7 @@ def test_the_units_near_some_nodes_are_those_of_the_groups_with_a_pod_there(
     def seen(units: tuple[Unit, ...]) -> list[tuple[str, bool, tuple[str, ...]]]:
         return [(u.key, u.whole, tuple(p.key for p in u.pods)) for u in units]
 
-    every = build_units(index, priorities)
+    every = build_units(index, priorities, 0.0)
     groups = {u.group for u in every if any(p.node_name in near for p in u.pods)}
     there = tuple(u for u in every if u.group in groups)
-    assert seen(build_units(index, priorities, near=near)) == seen(there)
+    assert seen(build_units(index, priorities, 0.0, near=near)) == seen(there)

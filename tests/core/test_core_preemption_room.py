@@ -37,7 +37,7 @@ def walk(running: list[PodInfo], walls: set[str], waiting: PodInfo) -> tuple[boo
     snapshot = snapshot_of([node("n", gpus=2, cpu=8), *running])
     index = replace(snapshot, eviction_refused=refused).index
     state = CycleState(index)
-    units = build_units(index, {})
+    units = build_units(index, {}, 0.0)
     shapes = (shape_of(waiting),)
     demand = demand_of(shapes)
     room = DomainRoom(state, demand, None, ROOT, None)

@@ -90,7 +90,7 @@ def rooms_of(
     for position in range(len(nodes)):
         if index.owned_whole_free(position) is not None:
             listed.devices(position)
-    units = build_units(index, {})
+    units = build_units(index, {}, 0.0)
     return (
         DomainRoom(whole, demand, None, ROOT, None),
         DomainRoom(listed, demand, None, ROOT, None),

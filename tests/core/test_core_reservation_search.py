@@ -63,7 +63,7 @@ def searches(waiting: Sequence[tuple[str, int]], place: Callable[[CycleState], N
     ledger, state = seed_ledger(index, works), CycleState(index)
     preemptions = Preemptions(state, works, config, 400.0)
     priorities = {w.key: w.priority for w in works}
-    finder = CountingFinder(state, partial(build_units, index, priorities),
+    finder = CountingFinder(state, partial(build_units, index, priorities, 0.0),
                             priority_bounds(index, priorities))  # fmt: skip
     preemptions._finder = finder
     for i, (name, _) in enumerate(waiting):

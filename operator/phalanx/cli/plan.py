@@ -105,7 +105,14 @@ def to_json(result: CycleResult) -> str:
             for g in result.groups
         ],
         "evictions": [
-            {"pod": e.pod, "group": e.group, "reason": str(e.reason), "preemptor": e.preemptor}
+            {
+                "pod": e.pod,
+                "group": e.group,
+                "reason": str(e.reason),
+                "preemptor": e.preemptor,
+                "work_lost_gpu_hours": round(e.work_lost_gpu_seconds / 3600, 3),
+                "message": e.message,
+            }
             for e in result.evictions
         ],
     }

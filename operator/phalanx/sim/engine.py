@@ -6,9 +6,10 @@ multiple of `cycle_period`), the policy proposes evictions and placements, the
 engine checks and applies them; a job whose pods are all placed starts, and its
 finish is queued after its runtime stretched by the topology slowdown of its span.
 An evicted pod ends its job's attempt: every pod of the job is released at once
-(no grace period), the work done is lost, and the job asks to start over
-`restart_delay` seconds later (a training job without checkpoints under a
-whole-job restart policy, whose pods are terminated and created again).
+(no grace period), the work done since its last checkpoint is lost (all of it for a
+job that saves none), and the job asks to start over from there `restart_delay`
+seconds later (a training job under a whole-job restart policy, whose pods are
+terminated and created again).
 The run stops when no event is left or at the horizon.
 """
 
@@ -252,7 +253,9 @@ class _Run:
         if self.running.pop(run.name, None) is not None:
             assert run.start is not None
             self.busy -= run.held_milli
-            run.lost_gpu_seconds += run.held_gpus * (now - run.start)
+            kept = _checkpointed(run, now - run.start)
+            run.lost_gpu_seconds += run.held_gpus * (now - run.start - kept)
+            run.saved_seconds += kept / run.slowdown
         else:
             del self.pending[run.name]
             self.held_idle -= run.held_milli
@@ -300,7 +303,7 @@ class _Run:
             run.waiting_since = None
         run.span = span_of(self.cluster, run.nodes)
         run.slowdown = self.config.slowdown.factor(run.span)
-        run.end = now + run.spec.duration * run.slowdown
+        run.end = now + (run.spec.duration - run.saved_seconds) * run.slowdown
         self.queue.push(run.end, EventKind.FINISH, run.name, run.attempt)
 
     def _finish(self, run: JobRun) -> None:
@@ -373,3 +376,9 @@ def simulate(
 ) -> SimResult:
     """Run `jobs` on `cluster` under `policy` until no event is left or the horizon."""
     return _Run(cluster, jobs, policy, config, observer).run()
+
+
+def _checkpointed(run: JobRun, ran: float) -> float:
+    """Seconds of the attempt's `ran` (wall-clock) kept by its last checkpoint."""
+    interval = run.spec.checkpoint_interval_seconds
+    return math.floor(ran / interval) * interval if interval else 0.0

@@ -12,7 +12,8 @@ class JobRun:
     """One job's current attempt plus what its evicted attempts cost.
 
     An eviction ends the attempt: every pod is released, the job waits again and
-    later starts from the beginning (`attempt` counts the evictions).
+    later starts from its last checkpoint, else from the beginning (`attempt` counts the
+    evictions).
     """
 
     spec: JobSpec
@@ -40,6 +41,9 @@ class JobRun:
     evicted_gpus: float = 0.0
     lost_gpu_seconds: float = 0.0
     """GPU-seconds of work done by attempts that an eviction threw away."""
+    saved_seconds: float = 0.0
+    """Runtime at full speed kept by checkpoints of evicted attempts: the next attempt
+    runs only the rest."""
 
     @property
     def name(self) -> str:

@@ -91,6 +91,9 @@ class JobSpec:
     """GPU models its pods may run on (the Alibaba trace's `gpu_spec`); empty: any."""
     gpu_milli_per_pod: int = 0
     """Part of one GPU each pod takes, 1..999 (only with `gpus_per_pod` 0)."""
+    checkpoint_interval_seconds: int | None = None
+    """The job saves its progress this often (wall-clock seconds from each start): an
+    eviction loses only the work since the last save, and the job resumes from it."""
 
     def __post_init__(self) -> None:
         if self.gpu_milli_per_pod and (self.gpus_per_pod or not 0 < self.gpu_milli_per_pod < 1000):

@@ -109,6 +109,8 @@ def _pod_group(
         spec["topology"] = topology
     if settings.schedule_timeout_seconds is not None:
         spec["scheduleTimeoutSeconds"] = settings.schedule_timeout_seconds
+    if settings.checkpoint_interval_seconds is not None:
+        spec["checkpointIntervalSeconds"] = settings.checkpoint_interval_seconds
     return {
         "apiVersion": GROUP_VERSION,
         "kind": "PodGroup",

@@ -30,7 +30,11 @@ class SchedulerConfig:
     `partial_grace_seconds`: how long a gang left partly placed waits for the rest
     before it is released (at least; its scheduleTimeoutSeconds if longer: partial.py).
     `avoid_not_ready_level` names a topology level: while a node of one of its domains is
-    NotReady, new gangs keep out of that domain (near_not_ready.py); None: off."""
+    NotReady, new gangs keep out of that domain (near_not_ready.py); None: off.
+    `weigh_work_lost`: victims of equal priority are chosen by the work their eviction
+    loses (since their last checkpoint, else their start: `preemption/units.py`); False
+    chooses them by size alone (fewest GPUs, then pods, then the newest), as before that
+    was weighed: the simulator's `phalanx-by-size` compares the two."""
 
     topology_aware: bool = True
     node_order: Literal["binpack", "spread"] = "binpack"
@@ -45,3 +49,4 @@ class SchedulerConfig:
     backoff_max_seconds: float = 300.0
     avoid_not_ready_level: str | None = None
     partial_grace_seconds: float = 60.0
+    weigh_work_lost: bool = True

@@ -23,10 +23,14 @@ class EvictionReason(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Eviction:
     """One pod to evict. `group` is the victim's group (None for a lone pod);
-    `message` is one sentence naming the preemptor and its priority or queue."""
+    `message` is one sentence naming the preemptor and its priority or queue, and the
+    work the victim loses; `work_lost_gpu_seconds`: that work, of the unit the pod goes
+    with (its whole gang, or the pod alone), in GPU-seconds since its last checkpoint,
+    else since it started."""
 
     pod: PodKey
     group: GroupKey | None
     reason: EvictionReason
     preemptor: GroupKey
     message: str
+    work_lost_gpu_seconds: float = 0.0

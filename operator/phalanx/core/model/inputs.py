@@ -115,8 +115,8 @@ class PodInfo:
     ...), in order; the first that exists becomes `group` when no label names one;
     `scheduling_gates` lists the gates still on the pod; `terminating`: being deleted
     (its node's capacity stays used until it is gone, but it is no longer a gang member);
-    `started_at`: when the pod started (status.startTime), for "most recently started
-    first" among equal victims.
+    `started_at`: when the pod started (status.startTime): an eviction loses the work
+    since then, or since its group's last checkpoint (`preemption/units.py`).
 
     GPU sharing: `gpu_milli` is the part of ONE GPU a fractional pod asks for, in
     thousandths (1..999), or `gpu_memory` the MiB of one GPU's memory it asks for (the
@@ -229,6 +229,11 @@ class GroupInfo:
     # the Kubernetes CompositePodGroup this PodGroup is a child of: parsing folds the
     # children into one gang of the composite, so no cycle ever sees it set
     parent: str | None = None
+    # what an eviction would lose (`preemption/units.py`): the job's last checkpoint as it
+    # reports it (annotation scheduling.phalanx.io/checkpointed-at), or the interval it
+    # declares it saves at (spec.checkpointIntervalSeconds); neither: all since it started
+    checkpointed_at: float | None = None
+    checkpoint_interval_seconds: int | None = None
 
     @property
     def key(self) -> GroupKey:
@@ -248,6 +253,11 @@ class QueueInfo:
     open: bool = True
     namespaces: tuple[str, ...] = ()
     creation: float = 0.0
+    # how long a gang of this queue runs before it may be preempted (for a group of its
+    # queue) or reclaimed (for another queue): KAI's preemptMinRuntime / reclaimMinRuntime;
+    # None: from the parent queue, else none
+    preempt_min_runtime_seconds: int | None = None
+    reclaim_min_runtime_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,11 @@ PREFERRED_ANNOTATION = "scheduling.phalanx.io/topology-preferred"
 SUBGROUP_SIZE_ANNOTATION = "scheduling.phalanx.io/topology-subgroup-size"
 SUBGROUP_LEVEL_ANNOTATION = "scheduling.phalanx.io/topology-subgroup-level"
 SCHEDULE_TIMEOUT_ANNOTATION = "scheduling.phalanx.io/schedule-timeout-seconds"
+# when the job last saved its progress (RFC 3339), on its PodGroup: a training loop or a
+# sidecar keeps it current; what an eviction loses is counted from it
+CHECKPOINTED_AT_ANNOTATION = "scheduling.phalanx.io/checkpointed-at"
+# on a workload or Kubernetes' PodGroup: spec.checkpointIntervalSeconds of its gang
+CHECKPOINT_INTERVAL_ANNOTATION = "scheduling.phalanx.io/checkpoint-interval-seconds"
 GANG_SCOPE_ANNOTATION = "scheduling.phalanx.io/gang-scope"  # on a workload: its gangs
 MIN_MEMBER_ANNOTATION = "scheduling.phalanx.io/min-member"  # on a workload: its gang minimum
 

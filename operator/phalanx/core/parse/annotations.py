@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from phalanx.core.model.inputs import SubGroupSpec
 from phalanx.core.model.names import (
+    CHECKPOINT_INTERVAL_ANNOTATION,
+    CHECKPOINTED_AT_ANNOTATION,
     DNS_LABEL,
     DNS_LABEL_MAX,
     NETWORK_TOPOLOGY_ANNOTATION,
@@ -37,6 +40,8 @@ class GroupAnnotations:
     preferred: str | None = None
     sub_group: SubGroupSpec | None = None
     schedule_timeout_seconds: int | None = None
+    checkpoint_interval_seconds: int | None = None
+    checkpointed_at: float | None = None
 
     @property
     def has_topology(self) -> bool:
@@ -62,7 +67,16 @@ def read_group_annotations(reader: Reader) -> GroupAnnotations:
         preferred=preferred,
         sub_group=_sub_group(reader, annotations),
         schedule_timeout_seconds=_seconds(reader, annotations, SCHEDULE_TIMEOUT_ANNOTATION),
+        checkpoint_interval_seconds=_interval(reader, annotations),
+        checkpointed_at=read_checkpointed_at(reader),
     )
+
+
+def read_checkpointed_at(reader: Reader) -> float | None:
+    """When the group's job last saved its progress (RFC 3339, no time zone: UTC), as
+    epoch seconds; a PodGroup of Phalanx's own reads this annotation alone."""
+    annotations = reader.labels("metadata.annotations")
+    return _moment(reader, annotations, CHECKPOINTED_AT_ANNOTATION)
 
 
 _LEVEL_NAME = re.compile(DNS_LABEL)  # the CRDs' pattern for a level name
@@ -88,6 +102,27 @@ def _seconds(reader: Reader, annotations: Mapping[str, str], key: str) -> int | 
         message = f"expected an integer from 0 to {MAX_INT32}, got {text!r}"
         raise reader.error(annotation_field(key), message)
     return seconds
+
+
+def _interval(reader: Reader, annotations: Mapping[str, str]) -> int | None:
+    """A checkpoint interval: a whole number of seconds >= 1 (as the CRD's field)."""
+    seconds = _seconds(reader, annotations, CHECKPOINT_INTERVAL_ANNOTATION)
+    if seconds == 0:
+        message = f"expected an integer from 1 to {MAX_INT32}, got '0'"
+        raise reader.error(annotation_field(CHECKPOINT_INTERVAL_ANNOTATION), message)
+    return seconds
+
+
+def _moment(reader: Reader, annotations: Mapping[str, str], key: str) -> float | None:
+    text = annotations.get(key)
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        message = f"expected an RFC 3339 time such as 2026-12-05T13:02:00Z, got {text!r}"
+        raise reader.error(annotation_field(key), message) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _sub_group(reader: Reader, annotations: Mapping[str, str]) -> SubGroupSpec | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from phalanx.core.model.inputs import GroupInfo, GroupTopology, RoleSpec, SubGroupSpec
 from phalanx.core.model.names import DEFAULT_QUEUE, DEFAULT_TOPOLOGY
+from phalanx.core.parse.annotations import read_checkpointed_at
 from phalanx.core.parse.fields import Reader
 from phalanx.core.parse.nominated import read_nomination
 from phalanx.core.parse.reported import read_phase, read_placed_nodes
@@ -36,6 +37,8 @@ def parse_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         nomination=read_nomination(reader),
         phase=read_phase(obj),
         placed_nodes=read_placed_nodes(obj),
+        checkpointed_at=read_checkpointed_at(reader),
+        checkpoint_interval_seconds=reader.integer("spec.checkpointIntervalSeconds", minimum=1),
     )
 
 

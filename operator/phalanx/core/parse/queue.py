@@ -27,6 +27,8 @@ def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
         open=state == "Open",
         namespaces=tuple(sorted(namespaces)),
         creation=reader.timestamp(),
+        preempt_min_runtime_seconds=reader.integer("spec.preemptMinRuntimeSeconds", minimum=0),
+        reclaim_min_runtime_seconds=reader.integer("spec.reclaimMinRuntimeSeconds", minimum=0),
     )
 
 

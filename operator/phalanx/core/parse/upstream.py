@@ -89,6 +89,8 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         disruption=_disruption(reader),
         ran_whole=read_ran_whole(obj),
         parent=reader.string("spec.parentCompositePodGroupName") or None,
+        checkpointed_at=annotations.checkpointed_at,
+        checkpoint_interval_seconds=annotations.checkpoint_interval_seconds,
     )
 
 

@@ -10,7 +10,7 @@ sets the fields it declares; kept apart as the one place reservations are decide
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -26,7 +26,7 @@ from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.find import Finder, Found
 from phalanx.core.preemption.holds import Hold, Holds, Placed
 from phalanx.core.preemption.rules import may_preempt
-from phalanx.core.preemption.search import work_cost
+from phalanx.core.preemption.search import Cost, work_cost
 from phalanx.core.preemption.units import Unit, build_units, priority_bounds, within_spare
 
 
@@ -69,12 +69,16 @@ class Reservations:
         if self._finder is None:
             index, priorities = self.state.index, self._priorities
             bounds = priority_bounds(index, priorities)
-            self._finder = Finder(self.state, partial(build_units, index, priorities), bounds)
+            build = partial(build_units, index, priorities, self.now, self.config.weigh_work_lost)
+            self._finder = Finder(self.state, build, bounds)
         return self._finder
 
     @property
     def units(self) -> tuple[Unit, ...]:
         return self.finder.units
+
+    def _work_cost(self, units: Sequence[Unit]) -> Cost:
+        return work_cost(units, self.config.weigh_work_lost)
 
     def _groups(self) -> dict[GroupKey, list[Unit]]:
         """Units by group, built once: the units are fixed once built, and a cluster
@@ -125,7 +129,9 @@ class Reservations:
         the snapshot and the groups' priorities alone)."""
         units = self._near.get(near)
         if units is None:
-            units = self._near[near] = build_units(self.state.index, self._priorities, near=near)
+            units = self._near[near] = build_units(
+                self.state.index, self._priorities, self.now, self.config.weigh_work_lost, near
+            )
         return units
 
     def _on_loan(self, unit: Unit, holder: GroupKey, hold: Hold) -> bool:
@@ -162,7 +168,7 @@ class Reservations:
         finder = Finder(self.state, lambda: loans, self.finder.bounds)
         finder.leaving = list(self.finder.leaving)
         found = finder.find(
-            failure.request, failure.route, lambda _: True, within_spare, work_cost,
+            failure.request, failure.route, lambda _: True, within_spare, self._work_cost,
             prefer=inside,
         )  # fmt: skip
         if found is None or not found.units:
@@ -221,7 +227,7 @@ class Reservations:
             failure.route,
             lambda unit: id(unit) not in taken and unit.group != work.key,
             lambda units: True,
-            work_cost,
+            self._work_cost,
             phases=(True,),
         )
         if found is None:

@@ -4,7 +4,10 @@ Preemption: a gang may evict units of strictly lower priority in its own queue, 
 its PriorityClass says `preemptionPolicy: Never`. Reclaim: a queue whose chain (the
 queue and its parents) is within its guarantee even with the gang admitted may take
 from queues outside that chain, whatever their priority, as long as every queue that
-loses pods is reclaimable and stays at or above its own guarantee.
+loses pods is reclaimable and stays at or above its own guarantee. Either way a gang
+that has run less than its queue's minimum runtime for that kind of eviction
+(`preemptMinRuntimeSeconds`, `reclaimMinRuntimeSeconds`, else its parents') is kept:
+it just paid its start-up cost (KAI's preemptMinRuntime / reclaimMinRuntime).
 """
 
 from __future__ import annotations
@@ -35,18 +38,31 @@ class Claim:
     chain: tuple[str, ...]
     budgets: Mapping[str, Mapping[str, int]]
     closed: frozenset[str]
+    now: float = 0.0
+    min_runtimes: Mapping[str, tuple[int | None, int | None]] | None = None
+    """Per queue with one, its minimum runtime before preemption and before reclaim."""
 
     def reason(self, unit: Unit) -> EvictionReason | None:
         """Why `unit` may be evicted for this gang (None: it may not)."""
         if unit.group == self.group:
             return None
         if unit.queue == self.queue:
-            if self.preempt and unit.priority < self.priority:
+            if self.preempt and unit.priority < self.priority and self.ran_long(unit, 0):
                 return EvictionReason.PREEMPTED
             return None
-        if self.reclaim and unit.queue not in self.closed:
+        if self.reclaim and unit.queue not in self.closed and self.ran_long(unit, 1):
             return EvictionReason.RECLAIMED
         return None
+
+    def ran_long(self, unit: Unit, kind: int) -> bool:
+        """Has the unit run its queue's minimum runtime for preemption (`kind` 0) or
+        reclaim (1)? A pod not started yet has run nothing."""
+        minima = self.min_runtimes.get(unit.queue) if self.min_runtimes else None
+        minimum = minima[kind] if minima is not None else None
+        if minimum is None:
+            return True
+        ran = self.now - unit.started if unit.ran else 0.0
+        return ran >= minimum
 
     def may_take(self, bounds: Mapping[str, tuple[int, int]]) -> bool:
         """Could `reason` allow any unit, given each queue's lowest and highest unit
@@ -87,8 +103,9 @@ def claim_for(
     queue: str,
     priority: int,
     priority_class: str | None,
+    now: float = 0.0,
 ) -> Claim:
-    """The claim of a gang just admitted (its need is already in the ledger)."""
+    """The claim of a gang just admitted (its need is already in the ledger), at `now`."""
     chain = ledger.chain(queue)
     reclaim = _below_guarantee(ledger, chain)
     budgets: dict[str, dict[str, int]] = {}
@@ -112,7 +129,24 @@ def claim_for(
         chain=chain,
         budgets=budgets,
         closed=frozenset(closed),
+        now=now,
+        min_runtimes=min_runtimes(ledger),
     )
+
+
+def min_runtimes(ledger: QueueLedger) -> dict[str, tuple[int | None, int | None]]:
+    """Per queue, its minimum runtimes before preemption and reclaim: its own, else the
+    nearest parent's; queues with neither are left out."""
+    found: dict[str, tuple[int | None, int | None]] = {}
+    for name in ledger.queues:
+        chain = [ledger.queues[q] for q in ledger.chain(name)]
+        preempt = next((q.preempt_min_runtime_seconds for q in chain
+                        if q.preempt_min_runtime_seconds is not None), None)
+        reclaim = next((q.reclaim_min_runtime_seconds for q in chain
+                        if q.reclaim_min_runtime_seconds is not None), None)
+        if preempt is not None or reclaim is not None:
+            found[name] = (preempt, reclaim)
+    return found
 
 
 def _own_policy(index: ClusterIndex, group: str) -> str | None:

@@ -6,12 +6,14 @@ Kueue's preemption, which takes workloads of other ClusterQueues before its own:
 queue is below its guarantee, so a pod of its own evicted now only comes back and
 reclaims in turn; in the simulator a 64-GPU gang of team-b was preempted after 4 h for
 a high-priority gang of team-b, then reclaimed seven small gangs of team-a itself);
-then the highest priority it evicts, then
-the GPUs it evicts at that priority, then GPUs, then pods, then the oldest start among
-its victims (later is cheaper: less work is lost). "Lowest priority first" counts the
-GPUs at the top priority before all GPUs: one 1-GPU high-priority job and seven 1-GPU
-low ones is cheaper than one 8-GPU high-priority job (in the simulator, reclaims that
-took the whole 8-GPU job left it waiting hours for a node it could preempt again).
+then the highest priority it evicts, then the work it loses at that priority (GPU-seconds
+since each victim's last checkpoint, else its start: `units.py`), then all the work it
+loses, then GPUs, then pods. "Lowest priority first" counts the work at the top priority
+before all work: one 1-GPU high-priority job and seven 1-GPU low ones is cheaper than
+one 8-GPU high-priority job (in the simulator, reclaims that took the whole 8-GPU job
+left it waiting hours for a node it could preempt again). Without `weigh` (the order
+before work lost was weighed) GPUs stand where the work lost does, then pods, then
+the oldest start among the victims (later is cheaper).
 Going through units cheapest first until the gang fits finds the lowest
 highest-priority any fitting set can have (the units below it did not suffice). With
 few units at or below that priority (or few units at all: the limits of `allowed`,
@@ -30,29 +32,30 @@ from phalanx.core.preemption.units import Unit
 
 EXACT_UNITS = 10
 
-Cost = tuple[int, int, int, int, int, float]
+Cost = tuple[int, int, float, float, float, float]
 Allowed = Callable[[Sequence[Unit]], bool]
 
 
-def cost_of(units: Sequence[Unit], own: str | None = None) -> Cost:
-    """`own`: the queue of a gang that may reclaim (its units are evicted last)."""
+def cost_of(units: Sequence[Unit], own: str | None = None, weigh: bool = True) -> Cost:
+    """`own`: the queue of a gang that may reclaim (its units are evicted last);
+    `weigh`: by the work the victims lose (else by their size, as before)."""
     if not units:
-        return (0, -(1 << 62), 0, 0, 0, 0.0)
+        return (0, -(1 << 62), 0.0, 0.0, 0.0, 0.0)
     top = max(u.priority for u in units)
-    return (
-        int(own is not None and any(u.queue == own for u in units)),
-        top,
-        sum(u.gpus for u in units if u.priority == top),
-        sum(u.gpus for u in units),
-        sum(len(u.pods) for u in units),
-        -min(u.started for u in units),
-    )
+    mine = int(own is not None and any(u.queue == own for u in units))
+    gpus = sum(u.gpus for u in units)
+    pods = sum(len(u.pods) for u in units)
+    if weigh:
+        at_top = sum(u.lost for u in units if u.priority == top)
+        return (mine, top, at_top, sum(u.lost for u in units), gpus, pods)
+    at_top_gpus = sum(u.gpus for u in units if u.priority == top)
+    return (mine, top, at_top_gpus, gpus, pods, -min(u.started for u in units))
 
 
-def work_cost(units: Sequence[Unit]) -> Cost:
+def work_cost(units: Sequence[Unit], weigh: bool = True) -> Cost:
     """For reservations: least running work in the way, whatever its priority."""
-    _, _, _, gpus, pods, started = cost_of(units)
-    return (0, 0, 0, gpus, pods, started)
+    _, _, _, first, second, third = cost_of(units, weigh=weigh)
+    return (0, 0, 0.0, first, second, third)
 
 
 def choose(

@@ -5,7 +5,14 @@ gang intact) or every running pod of a group (a whole gang), or a lone pod of ou
 Kubernetes PodGroup of disruptionMode Single has every pod elastic: it may lose one.
 Pods no Phalanx group owns and that we did not place (other schedulers') are never in
 a unit. Units are built and sorted once per cycle, cheapest first: lowest priority,
-then fewest GPUs, then fewest pods, then the most recently started.
+then the least work lost, then fewest GPUs, then fewest pods.
+
+The work an eviction loses is what its user loses: the GPU-seconds done since the
+job's last checkpoint (its group's annotation `checkpointed-at`, or the last multiple
+of its `checkpointIntervalSeconds` since it started), else since it started. An
+hour-old job that saved nothing costs more than a day-old one that saved a minute ago.
+`weigh_lost` False keeps the order before this was weighed (fewest GPUs, then pods,
+then the most recently started), for the simulator's comparison.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from math import floor
 from operator import attrgetter
 
 from phalanx.core.model.inputs import DISRUPT_SINGLE, GroupInfo, PodInfo
@@ -26,8 +34,11 @@ class Unit:
     """Pods evicted together. `whole`: a whole gang (or lone pod), not an elastic pod;
     `nodes[i]` is the node index of `pods[i]`; `started` the latest start of its pods;
     `spare`: for an elastic pod, how many pods of its group may go (above minMember).
-    Not frozen, though never changed: units are built by the thousand every cycle a
-    gang waits, and a frozen dataclass's `__init__` took a fifth of that."""
+    `ran`: some pod of it has a start time; `lost`: GPU-seconds of work its eviction
+    loses, done since `saved` (its last checkpoint, when `checkpointed`, else its start);
+    `rank`: its place in the order (`order`). Not frozen, though never changed: units
+    are built by the thousand every cycle a gang waits, and a frozen dataclass's
+    `__init__` took a fifth of that."""
 
     key: str
     group: GroupKey | None
@@ -40,19 +51,27 @@ class Unit:
     started: float
     gpus: int
     spare: int = 0
+    ran: bool = False
+    lost: float = 0.0
+    saved: float = 0.0
+    checkpointed: bool = False
+    rank: tuple[int, float, float, float, str] = (0, 0.0, 0.0, 0.0, "")
 
-    def order(self) -> tuple[int, int, int, float, str]:
+    def order(self) -> tuple[int, float, float, float, str]:
         """Preference: lower is evicted first."""
-        return (self.priority, self.gpus, len(self.pods), -self.started, self.key)
+        return self.rank
 
 
 def build_units(
     index: ClusterIndex,
     group_priority: dict[GroupKey, int],
+    now: float,
+    weigh_lost: bool = True,
     near: frozenset[str] | None = None,
 ) -> tuple[Unit, ...]:
     """Every evictable unit of the snapshot, cheapest first. `group_priority` is each
-    group's priority as the cycle computed it (its PriorityClass, else its pods').
+    group's priority as the cycle computed it (its PriorityClass, else its pods');
+    `now` the cycle's time, for the work each would lose.
     `near` (node names): only the units of groups and lone pods with a pod on one of
     them (every unit with a pod there is among them), for a question about a few nodes
     (a reservation's renewal): building the units of 10,000 running groups for it was
@@ -73,8 +92,40 @@ def build_units(
         if pod.key not in refused and (near is None or pod.node_name in near):
             priority = index.pod_priority(pod)
             units.append(_unit(index, pod.key, None, DEFAULT_QUEUE, priority, (pod,), whole=True))
+    for unit in units:
+        _weigh(unit, index, now, weigh_lost)
     units.sort(key=Unit.order)
     return tuple(units)
+
+
+def _weigh(unit: Unit, index: ClusterIndex, now: float, weigh_lost: bool) -> None:
+    """Set the work the unit's eviction loses, and its rank."""
+    group = index.groups.get(unit.group) if unit.group is not None else None
+    saved, checkpointed = last_save(group, unit.started if unit.ran else None, now)
+    gpus = unit.gpus + sum(p.gpu_milli for p in unit.pods)  # fractional pods count their part
+    unit.saved, unit.checkpointed = saved, checkpointed
+    unit.lost = gpus / 1000 * max(0.0, now - saved)
+    if weigh_lost:
+        unit.rank = (unit.priority, unit.lost, unit.gpus, len(unit.pods), unit.key)
+    else:
+        unit.rank = (unit.priority, unit.gpus, len(unit.pods), -unit.started, unit.key)
+
+
+def last_save(group: GroupInfo | None, started: float | None, now: float) -> tuple[float, bool]:
+    """Since when a running unit's work would be lost, and whether that is a checkpoint:
+    the later of its group's reported checkpoint and the last multiple of its declared
+    interval since it started, else its start. A checkpoint from before the start (an
+    earlier run's) does not count; a start not known (None) is taken as now: nothing ran."""
+    if started is None:
+        return now, False
+    saved, checkpointed = started, False
+    interval = group.checkpoint_interval_seconds if group is not None else None
+    if interval and now - started >= interval:
+        saved, checkpointed = started + floor((now - started) / interval) * interval, True
+    reported = group.checkpointed_at if group is not None else None
+    if reported is not None and saved < reported:
+        saved, checkpointed = min(reported, now), True
+    return saved, checkpointed
 
 
 _NODE_NAME = attrgetter("node_name")
@@ -184,6 +235,7 @@ def _unit(
         started=max(starts) if starts else 0.0,
         gpus=requests.get(GPU, 0),
         spare=spare,
+        ran=bool(starts),
     )
 
 

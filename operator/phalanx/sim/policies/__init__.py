@@ -5,11 +5,16 @@
   (all-or-nothing gangs placed like kube-scheduler would spread them).
 - `gang-binpack`: the core with topology off and bin-packing node order
   (Volcano's `gang` plugin plus its `binpack` plugin).
+- `phalanx-by-size`: the core as shipped, but victims chosen by size (fewest GPUs)
+  rather than by the work they lose (`SchedulerConfig.weigh_work_lost`).
 - `kube-default`: kube-scheduler's default profile, pod by pod (`kube_default`),
   with its DefaultPreemption (`kube_preemption`).
+- `kueue-like`: Kueue's ClusterQueues in one cohort (nominal quota, borrowing, Classic
+  Preemption) with Topology Aware Scheduling, whole workloads (`kueue_like`,
+  `kueue_preemption`): a queue-aware baseline that is not the core.
 
-The three gang policies call `phalanx.core.run_cycle`; only kube-default's
-pod-by-pod placement lives in the simulator, because the core does not do it.
+The three gang policies call `phalanx.core.run_cycle`; kube-default and kueue-like live
+in the simulator, because they model other schedulers.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.model import SimCluster, SimQueue
 from phalanx.sim.policy import Policy
 
-POLICIES = ("phalanx", "kube-default", "gang-spread", "gang-binpack")
+POLICIES = ("phalanx", "kube-default", "gang-spread", "gang-binpack", "phalanx-by-size")
 CORE_POLICIES: dict[str, tuple[bool, Literal["binpack", "spread"]]] = {
     "phalanx": (True, "binpack"),
+    "phalanx-by-size": (True, "binpack"),
     "gang-spread": (False, "spread"),
     "gang-binpack": (False, "binpack"),
 }
@@ -36,11 +42,15 @@ def make_policy(
     queues: Sequence[SimQueue] = (),
 ) -> Policy:
     """`queues` are the cluster's queues; kube-default has none (kube-scheduler knows
-    priorities only), the gang policies admit, preempt and reclaim by them."""
+    priorities only), the gang policies and kueue-like admit, preempt and reclaim by them."""
     if name == "kube-default":
         from phalanx.sim.policies.kube_default import KubeDefaultPolicy
 
         return KubeDefaultPolicy(cluster, wall)
+    if name == "kueue-like":
+        from phalanx.sim.policies.kueue_like import KueueLikePolicy
+
+        return KueueLikePolicy(cluster, wall, queues)
     if name in CORE_POLICIES:
         from phalanx.sim.policies.core_policy import CorePolicy
 

@@ -9,7 +9,9 @@ state change, so a cycle pays for the snapshot's own indexing and for
 - `gang-spread`: `topology_aware=False, node_order="spread"`;
 - `gang-binpack`: `topology_aware=False, node_order="binpack"` — Volcano's
   `gang` plugin (all or nothing, minMember) with its `binpack` plugin (fill
-  the most allocated nodes first).
+  the most allocated nodes first);
+- `phalanx-by-size`: `phalanx` with `weigh_work_lost=False`: victims chosen by size,
+  as before the work they lose was weighed (the checkpoints workload compares them).
 All three run the core's preemption and reclaim: the engine carries out
 `CycleResult.evictions` (each victim job restarts), and the room the core holds
 for a group (`GroupDecision.nomination`) is handed back in the group's next
@@ -135,7 +137,8 @@ class CorePolicy:
             topology_aware=topology_aware,
             node_order=node_order,
             explain_preemption=False,
-            fragmentation_aware=name == "phalanx",
+            fragmentation_aware=name in ("phalanx", "phalanx-by-size"),
+            weigh_work_lost=name != "phalanx-by-size",
         )
         self._nodes = node_infos(cluster)
         self._topologies = (topology_spec(cluster),) if cluster.levels else ()
@@ -251,6 +254,7 @@ class CorePolicy:
                 min_member=spec.pods,
                 queue=spec.queue,
                 creation=spec.arrival,
+                checkpoint_interval_seconds=spec.checkpoint_interval_seconds,
             )
             waiting = tuple(self._pod(spec, i) for i in range(spec.pods))
             pod_job = {str(pod.key): spec.name for pod in waiting}

@@ -8,6 +8,9 @@ trace (sizes, durations, offered load) and changes only who is urgent and who pa
   brings a batch of urgent jobs.
 - `queues`: each job goes to a queue at random by the queues' `share`; a queue's
   `guarantee` and `capability` are in GPUs, `reclaimable` defaults to true.
+- `checkpoints`: a `share` of the jobs, picked at random, save their progress every
+  `intervalSeconds` (drawn uniformly from the `[low, high]` given), as a training job
+  that checkpoints on a timer; an eviction then loses only the work since the last save.
 """
 
 from __future__ import annotations
@@ -51,7 +54,20 @@ def apply_mix(jobs: Sequence[JobSpec], spec: Mapping[str, Any], seed: int) -> li
     priorities = spec.get("priorities")
     if priorities:
         mixed = _prioritise(mixed, priorities, rng)
+    checkpoints = spec.get("checkpoints")
+    if checkpoints:  # drawn apart: the priorities and queues stay those without them
+        mixed = _checkpoint(mixed, checkpoints, random.Random(seed * SALT + 1))
     return sorted(mixed, key=lambda j: (j.arrival, j.name))
+
+
+def _checkpoint(jobs: list[JobSpec], spec: Mapping[str, Any], rng: random.Random) -> list[JobSpec]:
+    share = float(spec.get("share", 0.5))
+    low, high = (int(x) for x in spec.get("intervalSeconds", (1800, 3600)))
+    picked = set(rng.sample(range(len(jobs)), round(share * len(jobs))))
+    return [
+        replace(job, checkpoint_interval_seconds=rng.randint(low, high)) if i in picked else job
+        for i, job in enumerate(jobs)
+    ]
 
 
 def _prioritise(jobs: list[JobSpec], spec: Mapping[str, Any], rng: random.Random) -> list[JobSpec]:
