@@ -86,3 +86,46 @@ def test_a_malformed_nomination_is_dropped_not_fatal(held: Any) -> None:
     group = parse_pod_group(group_obj({"nominated": held}))
     assert group.nomination is None
     assert group.min_member == 2
+
+
+def pod_group(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml", "annotations": annotations or {}},
+            "spec": {"minMember": 1, **spec}}  # fmt: skip
+
+
+def test_a_checkpoint_is_read_from_the_annotation_and_the_interval_from_the_spec() -> None:
+    group = parse_pod_group(pod_group(
+        {"scheduling.phalanx.io/checkpointed-at": "2026-12-05T13:02:00Z"},
+        checkpointIntervalSeconds=1800))  # fmt: skip
+    assert group.checkpointed_at == epoch("2026-12-05T13:02:00")
+    assert group.checkpoint_interval_seconds == 1800
+    plain = parse_pod_group(pod_group())
+    assert plain.checkpointed_at is None and plain.checkpoint_interval_seconds is None
+
+
+@pytest.mark.parametrize("text", ["yesterday", "13:02", ""])
+def test_a_malformed_checkpoint_is_refused_naming_the_annotation(text: str) -> None:
+    with pytest.raises(InvalidObject) as raised:
+        parse_pod_group(pod_group({"scheduling.phalanx.io/checkpointed-at": text}))
+    assert raised.value.field == "metadata.annotations[scheduling.phalanx.io/checkpointed-at]"
+    assert "RFC 3339" in str(raised.value)
+
+
+def test_a_kubernetes_pod_group_declares_its_interval_by_annotation() -> None:
+    obj = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+           "metadata": {"name": "g", "namespace": "ml", "annotations": {
+               "scheduling.phalanx.io/checkpoint-interval-seconds": "900"}},
+           "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}  # fmt: skip
+    assert parse_pod_group(obj).checkpoint_interval_seconds == 900
+    obj["metadata"]["annotations"]["scheduling.phalanx.io/checkpoint-interval-seconds"] = "0"
+    with pytest.raises(InvalidObject):
+        parse_pod_group(obj)
+
+
+def test_a_queue_reads_its_minimum_runtimes() -> None:
+    from phalanx.core.parse.queue import parse_queue
+
+    queue = parse_queue({"kind": "Queue", "metadata": {"name": "q"},
+                         "spec": {"preemptMinRuntimeSeconds": 600}})  # fmt: skip
+    assert (queue.preempt_min_runtime_seconds, queue.reclaim_min_runtime_seconds) == (600, None)

@@ -672,3 +672,45 @@ def test_at_capability_preemption_policy_never_is_said() -> None:
         "queue team-a: 8 of 8 GPUs used, needs 8; "
         "preemption is off for it (preemptionPolicy Never)"
     )
+
+
+def test_a_checkpointed_older_gang_goes_before_a_younger_one_that_saved_nothing() -> None:
+    """"old" started 3 h ago and saved 10 minutes ago: evicting it loses 10 minutes of 8
+    GPUs; "young" started 1 h ago and saved nothing: it would lose the whole hour. The old
+    order (fewest GPUs, then the newest) took "young"."""
+    hour, now = 3600.0, 5 * 3600.0
+    old = running_gang("old", ["n0"], started=now - 3 * hour)
+    old[-1] = replace(old[-1], checkpointed_at=now - 600)  # type: ignore[arg-type]
+    young = running_gang("young", ["n1"], started=now - hour)
+    result = run([node("n0"), node("n1")], old, young, waiting_gang("high", 1), now=now)
+    assert evicted_groups(result) == {"default/old"}
+    (eviction,) = result.evictions
+    assert eviction.work_lost_gpu_seconds == 8 * 600
+    assert "loses 1.3 GPU-h of work, done since its checkpoint at 04:50 UTC" in eviction.message
+    by_size = run([node("n0"), node("n1")], old, young, waiting_gang("high", 1), now=now,
+                  config=SchedulerConfig(weigh_work_lost=False))  # fmt: skip
+    assert evicted_groups(by_size) == {"default/young"}
+
+
+def test_a_declared_checkpoint_interval_counts_from_the_last_save() -> None:
+    """Saving every 40 minutes, a gang 2 h 10 min in saved at 2 h: it loses 10 minutes, less
+    than a gang 30 minutes in that saves nothing."""
+    now = 10 * 3600.0
+    saver = running_gang("saver", ["n0"], started=now - 130 * 60)
+    saver[-1] = replace(saver[-1], checkpoint_interval_seconds=2400)  # type: ignore[arg-type]
+    fresh = running_gang("fresh", ["n1"], started=now - 30 * 60)
+    result = run([node("n0"), node("n1")], saver, fresh, waiting_gang("high", 1), now=now)
+    assert evicted_groups(result) == {"default/saver"}
+    assert result.evictions[0].work_lost_gpu_seconds == 8 * 600
+
+
+def test_a_queue_minimum_runtime_protects_a_gang_that_just_started() -> None:
+    now = 1000.0
+    queue = QueueInfo("default", preempt_min_runtime_seconds=600)
+    young = running_gang("young", ["n0"], started=now - 60)
+    result = run([node("n0")], queue, young, waiting_gang("high", 1), now=now)
+    assert result.evictions == ()
+    message = decision(result, "default/high").message
+    assert "ran less than queue default's preemptMinRuntimeSeconds (600s)" in message, message
+    later = run([node("n0")], queue, young, waiting_gang("high", 1), now=now + 600)
+    assert evicted_groups(later) == {"default/young"}

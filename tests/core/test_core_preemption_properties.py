@@ -4,8 +4,12 @@ For every eviction set: no gang is left partly evicted below its minMember, only
 lower-priority pods of the preemptor's queue are touched, and the preemptor is placed
 once they are gone. On small cases every possible victim set is tried (brute force):
 none is strictly cheaper under the order of preference (elastic pods before whole
-gangs, then the lowest highest priority, then fewest GPUs at that priority, then fewest
-GPUs, then fewest pods).
+gangs, then the lowest highest priority, then the least work lost at that priority, then
+the least work lost, then fewest GPUs, then fewest pods). The work a unit loses is
+worked out here on its own terms: GPUs times the seconds since its group's last
+checkpoint (reported, or the last multiple of its interval since the unit started),
+else since it started. A gang that ran less than its queue's minimum runtime is never
+a victim.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from phalanx.core.preemption.units import Unit, build_units, priority_bounds
 SPEC = TopologySpec("default", (TopologyLevel("rack", ("rack",)), TopologyLevel("host", (HOST,))))
 CLASSES = tuple(PriorityClassInfo(f"p{v}", v) for v in (0, 1, 2, 5))
 PREEMPTOR = "default/high"
+NOW = 10.0
 
 
 @dataclass(frozen=True)
@@ -98,15 +103,18 @@ def cases(draw: st.DrawFn, max_gangs: int = 5, queues: bool = False) -> Case:
                 continue
             free[host] -= gpus
             pods.append(pod(f"g{g}-{i}", gpus=gpus, group=f"g{g}", node_name=host,
-                            started_at=float(draw(st.integers(0, 3)))))  # fmt: skip
+                            started_at=float(draw(st.integers(0, 9)))))  # fmt: skip
         if not pods:
             continue
         minimum = draw(st.integers(1, len(pods)))
         level = draw(st.sampled_from((0, 1, 2)))
         queue = draw(st.sampled_from(("team-a", "team-b"))) if queues else "default"
+        interval = draw(st.sampled_from((None, 2, 4)))
+        reported = draw(st.sampled_from((None, 1.0, 4.0, 8.0)))
         groups.append(
-            GroupInfo("default", f"g{g}", minimum, priority_class_name=f"p{level}", queue=queue)
-        )
+            GroupInfo("default", f"g{g}", minimum, priority_class_name=f"p{level}", queue=queue,
+                      checkpoint_interval_seconds=interval, checkpointed_at=reported)
+        )  # fmt: skip
         running.extend(pods)
     size = draw(st.integers(1, 2))
     gpus = draw(st.sampled_from((4, 8)))
@@ -124,6 +132,8 @@ def cases(draw: st.DrawFn, max_gangs: int = 5, queues: bool = False) -> Case:
                 name,
                 guarantee={GPU: draw(st.sampled_from((0, 8, 16, 24))) * 1000},
                 capability={GPU: cap * 1000} if cap is not None and name == "team-a" else None,
+                preempt_min_runtime_seconds=draw(st.sampled_from((None, 3, 6))),
+                reclaim_min_runtime_seconds=draw(st.sampled_from((None, 3, 6))),
             )
             for name in ("team-a", "team-b")
         )
@@ -136,12 +146,35 @@ def fits_without(case: Case, gone: frozenset[str]) -> bool:
     return decision is not None and decision.scheduled
 
 
-def cost(case: Case, gone: frozenset[str], elastic: bool) -> tuple[int, int, int, int, int]:
+Cost = tuple[int, int, float, float, int, int]
+
+
+def lost_work(info: GroupInfo, pods: list[PodInfo]) -> float:
+    """GPU-seconds an eviction of these pods (one unit) loses at NOW."""
+    started = max(p.started_at or 0.0 for p in pods)
+    saved = started
+    if info.checkpoint_interval_seconds:
+        interval = info.checkpoint_interval_seconds
+        saved = started + (NOW - started) // interval * interval
+    if info.checkpointed_at is not None and info.checkpointed_at > saved:
+        saved = info.checkpointed_at
+    return sum(p.requests[GPU] for p in pods) / 1000 * (NOW - saved)
+
+
+def cost(case: Case, gone: frozenset[str], elastic: bool) -> Cost:
+    """Elastic: each pod is its own unit; else each group loses all its pods together."""
     pods = [p for p in case.running if p.key in gone]
-    levels = [case.priority(f"default/{p.group}") for p in pods]
-    top = max(levels)
-    at_top = sum(p.requests[GPU] for p, level in zip(pods, levels, strict=True) if level == top)
-    return (0 if elastic else 1, top, at_top, sum(p.requests[GPU] for p in pods), len(pods))
+    units: list[tuple[int, float]] = []  # (priority, work lost)
+    for info in case.groups:
+        mine = [p for p in pods if p.group == info.name]
+        if mine:
+            parts = [[p] for p in mine] if elastic else [mine]
+            units += [(case.priority(info.key), lost_work(info, part)) for part in parts]
+    top = max(level for level, _ in units)
+    at_top = sum(lost for level, lost in units if level == top)
+    total = sum(lost for _, lost in units)
+    gpus = sum(p.requests[GPU] for p in pods)
+    return (0 if elastic else 1, top, at_top, total, gpus, len(pods))
 
 
 def is_elastic(case: Case, gone: frozenset[str]) -> bool:
@@ -183,6 +216,14 @@ def check_rules(case: Case, result: CycleResult) -> frozenset[str]:
         assert lost in (0, len(members)) or len(members) - lost >= info.min_member, info
         if lost and info.queue == case.high.queue:
             assert case.priority(info.key) < case.priority(case.high.key)
+    for eviction in result.evictions:  # none ran less than its queue's minimum
+        info = next(g for g in case.groups if g.key == eviction.group)
+        queue = next((q for q in case.queues if q.name == info.queue), None)
+        minimum = None if queue is None else (
+            queue.reclaim_min_runtime_seconds if eviction.reason == "Reclaimed"
+            else queue.preempt_min_runtime_seconds)  # fmt: skip
+        pod = next(p for p in case.running if p.key == eviction.pod)
+        assert minimum is None or NOW - (pod.started_at or 0.0) >= minimum, (eviction, minimum)
     reclaimed = [e for e in result.evictions if e.reason == "Reclaimed"]
     if reclaimed:
         need = sum(p.requests[GPU] for p in case.waiting)
@@ -198,7 +239,7 @@ def check_rules(case: Case, result: CycleResult) -> frozenset[str]:
 @settings(max_examples=150)
 @given(cases())
 def test_victims_are_whole_lower_sufficient_and_no_cheaper_set_exists(case: Case) -> None:
-    result = run_cycle(case.snapshot())
+    result = run_cycle(case.snapshot(), now=NOW)
     if result.decision(PREEMPTOR).scheduled:  # type: ignore[union-attr]
         assert result.evictions == ()
         return
@@ -241,7 +282,7 @@ def describe(case: Case) -> str:
 @settings(max_examples=80)
 @given(cases(queues=True))
 def test_reclaim_takes_only_what_leaves_each_queue_at_or_above_its_guarantee(case: Case) -> None:
-    result = run_cycle(case.snapshot())
+    result = run_cycle(case.snapshot(), now=NOW)
     check_rules(case, result)
 
 

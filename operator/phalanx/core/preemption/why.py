@@ -68,11 +68,26 @@ def _preemption(
     higher = [u for u in found.units if u.priority >= claim.priority]
     if not found.units:
         return "pods terminating there will make room for it"
+    young = [u for u in found.units if u.priority < claim.priority and not claim.ran_long(u, 0)]
+    if young and not higher:
+        return _too_young(claim, young)
     if not higher:
         return "preemption cannot help now: its victims are taken or limited (minMember)"
     noun = "gang" if len(higher) == 1 else "gangs"
     return (
         f"preemption cannot help: would need {len(higher)} {noun} of priority >= {claim.priority}"
+    )
+
+
+def _too_young(claim: Claim, young: Sequence[Unit]) -> str:
+    """The gangs in its way are protected by their queue's minimum runtime."""
+    minima = claim.min_runtimes or {}
+    queue = young[0].queue
+    minimum = minima[queue][0] if queue in minima else None
+    noun = "gang" if len({u.group or u.key for u in young}) == 1 else "gangs"
+    return (
+        f"preemption cannot help yet: the {noun} in its way ran less than queue {queue}'s "
+        f"preemptMinRuntimeSeconds ({minimum}s)"
     )
 
 
