@@ -16,6 +16,7 @@ import io
 import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -436,3 +437,67 @@ async def test_budgets_on_every_victim_make_the_preemptor_wait_and_say_why(
     untouched(before, await pods_in(cluster, namespace), [])
     assert phalanx.metrics.registry.get_sample_value(
         "phalanx_evictions_total", {"reason": "Preempted"}) is None
+
+
+async def test_a_checkpointed_gang_is_evicted_before_gangs_that_saved_nothing(
+    cluster: LocalCluster, namespace: str, phalanx: Operator, priority_classes: None,
+) -> None:
+    """Eight equal low gangs run; the oldest (the last by name among the oldest) reports a
+    checkpoint after they all started: evicting it loses the least work, so the high gang
+    takes it, and the Event says how much work it loses since that checkpoint. By size
+    alone the newest went (the first by name among equals): never this one."""
+    before = await fill(cluster, namespace, gated=False)
+    starts: dict[str, datetime] = {}
+    for pod in before.values():
+        name, start = pod["metadata"]["labels"]["gang"], pod["status"]["startTime"]
+        starts[name] = max(starts.get(name, datetime.min.replace(tzinfo=UTC)),
+                           datetime.fromisoformat(start))
+    oldest = max(n for n, s in starts.items() if s == min(starts.values()))
+    saved = max(starts.values()) + timedelta(milliseconds=500)
+    await asyncio.to_thread(
+        cluster.kubectl, "annotate", "podgroups.scheduling.phalanx.io", oldest, "-n", namespace,
+        f"scheduling.phalanx.io/checkpointed-at={saved.isoformat().replace('+00:00', 'Z')}")
+    await apply(cluster, gang("high", 4, gpus=8, priorityClassName="phx-high",
+                              topology={"required": "rack"}), namespace)
+    gone = await victims(cluster, namespace)
+    assert gone == [f"{oldest}-{i}" for i in range(4)], (gone, starts)
+    untouched(before, await pods_in(cluster, namespace), gone)
+    said = await eventually(lambda: _has(cluster, namespace, oldest, "Preempted"), 30)
+    assert f"GPU-h of work, done since its checkpoint at {saved:%H:%M} UTC" in said["message"]
+    await let_go(cluster, namespace, gone)
+    await eventually(lambda: placed_on(cluster, namespace, "high"), 90)
+
+
+@pytest.fixture
+def protected_default_queue(cluster: LocalCluster) -> Iterator[None]:
+    """The default queue, with an hour of minimum runtime before preemption."""
+    cluster.apply([{"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
+                    "metadata": {"name": "default"},
+                    "spec": {"preemptMinRuntimeSeconds": 3600}}])
+    yield
+    cluster.kubectl("delete", "queues.scheduling.phalanx.io", "default", "--ignore-not-found",
+                    check=False)
+
+
+async def test_a_queue_minimum_runtime_keeps_just_started_gangs_until_it_is_lowered(
+    cluster: LocalCluster, namespace: str, phalanx: Operator, priority_classes: None,
+    protected_default_queue: None,
+) -> None:
+    before = await fill(cluster, namespace, gated=False)
+    await apply(cluster, gang("high", 4, gpus=8, priorityClassName="phx-high",
+                              topology={"required": "rack"}), namespace)
+
+    async def explained() -> str | None:
+        cond = condition(await group_of(cluster, namespace, "high"), "Unschedulable")
+        message = cond.get("message", "")
+        return message if "preemptMinRuntimeSeconds (3600s)" in message else None
+
+    message = await eventually(explained, 60)
+    assert "ran less than queue default's" in message, message
+    untouched(before, await pods_in(cluster, namespace), [])
+    await asyncio.to_thread(cluster.kubectl, "patch", "queues.scheduling.phalanx.io", "default",
+                            "--type=merge", "-p", '{"spec":{"preemptMinRuntimeSeconds":0}}')
+    gone = await victims(cluster, namespace)
+    assert len(gone) == 4
+    await let_go(cluster, namespace, gone)
+    await eventually(lambda: placed_on(cluster, namespace, "high"), 90)
