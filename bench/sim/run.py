@@ -37,10 +37,13 @@ from bench.common import PLOTS, RESULTS, ROOT, WORKLOADS, Generated
 COMMAND = "python -m bench.sim"
 BEGIN, END = common.markers("sim", COMMAND)
 PAGE = "docs/benchmarks/sim-results.md"
-POLICY_ORDER = ("phalanx", "kube-default", "gang-spread", "gang-binpack", "phalanx-by-size")
+POLICY_ORDER = (
+    "phalanx", "kube-default", "kueue-like", "gang-spread", "gang-binpack", "phalanx-by-size"
+)
 COLORS = {
     "phalanx": "#d62728",
     "kube-default": "#7f7f7f",
+    "kueue-like": "#9467bd",
     "gang-spread": "#1f77b4",
     "gang-binpack": "#2ca02c",
     "phalanx-by-size": "#ff9896",
@@ -184,6 +187,17 @@ METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
 }
 
 
+QUEUE_METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
+    "high_wait_p50_s": lambda q: q["high_priority_wait_seconds"]["p50"],
+    "high_wait_p95_s": lambda q: q["high_priority_wait_seconds"]["p95"],
+    "wait_p95_s": lambda q: q["queueing_delay_seconds"]["p95"],
+    "evicted_gpus": lambda q: q["evicted_gpus"],
+    "job_evictions": lambda q: q["job_evictions"],
+    "gpu_hours_lost": lambda q: q["gpu_hours_lost"],
+}
+"""The figures of one queue's jobs (a run's `per_queue`, when the trace has queues)."""
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
@@ -211,15 +225,28 @@ def aggregate(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "seeds": [r["seed"] for r in group],
         }
         for name, get in METRICS.items():
-            values = [get(r) for r in group]
-            present = [float(v) for v in values if v is not None]
-            row[name] = {
-                "mean": statistics.fmean(present) if present else None,
-                "std": statistics.stdev(present) if len(present) > 1 else 0.0 if present else None,
-                "values": values,
+            row[name] = _spread([get(r) for r in group])
+        queues = sorted({q for r in group for q in r.get("per_queue", {})})
+        if queues:
+            row["per_queue"] = {
+                queue: {
+                    name: _spread([get(r["per_queue"][queue]) for r in group])
+                    for name, get in QUEUE_METRICS.items()
+                }
+                for queue in queues
             }
         rows.append(row)
     return rows
+
+
+def _spread(values: Sequence[float | None]) -> dict[str, Any]:
+    """Mean, sample standard deviation and the values (None where a run has none)."""
+    present = [float(v) for v in values if v is not None]
+    return {
+        "mean": statistics.fmean(present) if present else None,
+        "std": statistics.stdev(present) if len(present) > 1 else 0.0 if present else None,
+        "values": list(values),
+    }
 
 
 # ---- plots -------------------------------------------------------------------------------
@@ -397,6 +424,19 @@ PREEMPTION_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = 
     ("biggest gangs' max wait h", "biggest_gang_max_wait_s", lambda c: _fmt(c, 3600)),
 ]
 """Shown for workloads with more than one priority (waits count never-started jobs)."""
+QUEUE_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
+    ("high-priority wait p50 h", "high_wait_p50_s", lambda c: _fmt(c, 3600)),
+    ("high-priority wait p95 h", "high_wait_p95_s", lambda c: _fmt(c, 3600)),
+    ("wait p95 h (started jobs)", "wait_p95_s", lambda c: _fmt(c, 3600)),
+    ("GPUs evicted", "evicted_gpus", lambda c: _fmt(c, digits=0)),
+    ("jobs evicted", "job_evictions", lambda c: _fmt(c, digits=1)),
+    ("GPU-h of work lost", "gpu_hours_lost", lambda c: _fmt(c, digits=1)),
+]
+"""Per queue, for workloads with more than one queue (evictions count against the queue
+of the job evicted)."""
+README_QUEUE_POLICIES = ("phalanx", "kueue-like", "kube-default")
+"""The policies of the README's per-queue table: Phalanx, the queue-aware baseline and
+the issue's baseline."""
 
 
 def _hours(v: float) -> str:
@@ -484,7 +524,7 @@ def table(
             cells = [_cell(r, key, fmt) for _, key, fmt in columns]
             lines.append(f"| {r['load']:g} | {r['policy']} | " + " | ".join(cells) + " |")
         lines.append("")
-    return "\n".join(lines + preemption_table(rows, first))
+    return "\n".join(lines + preemption_table(rows, first) + queue_table(rows))
 
 
 def _shown(
@@ -519,6 +559,40 @@ def preemption_table(rows: Sequence[Mapping[str, Any]], first: Mapping[str, Any]
         lines.append(
             f"| {r['load']:g} | {r['slowdown_model']} | {r['policy']} | " + " | ".join(cells) + " |"
         )
+    lines.append("")
+    return lines
+
+
+def queue_table(
+    rows: Sequence[Mapping[str, Any]], policies: Sequence[str] | None = None
+) -> list[str]:
+    """Each queue's waits and evictions, per (load, slowdown model, policy), when the
+    trace has more than one queue; `policies`: only those, in that order."""
+    subset = [r for r in rows if r.get("per_queue")]
+    if policies is not None:
+        subset = sorted(
+            (r for r in subset if r["policy"] in policies),
+            key=lambda r: (r["load"], r["slowdown_model"], policies.index(r["policy"])),
+        )
+    if not subset:
+        return []
+    lines = [
+        "Per queue (a job's evictions count against its own queue):",
+        "",
+        "| load | slowdown | queue | policy | "
+        + " | ".join(c[0] for c in QUEUE_COLUMNS) + " |",
+        "|---|---|---|---|" + "---|" * len(QUEUE_COLUMNS),
+    ]
+    for queue in sorted({q for r in subset for q in r["per_queue"]}):
+        for r in subset:
+            figures = r["per_queue"].get(queue)
+            if figures is None:
+                continue
+            cells = [_cell(figures, key, fmt) for _, key, fmt in QUEUE_COLUMNS]
+            lines.append(
+                f"| {r['load']:g} | {r['slowdown_model']} | {queue} | {r['policy']} | "
+                + " | ".join(cells) + " |"
+            )
     lines.append("")
     return lines
 
@@ -567,6 +641,7 @@ def headline(results_dir: Path, lost: int, timing: str) -> str:
         "| workload | load | policy | " + " | ".join(c[0] for c in columns) + " |",
         "|---|---|---|" + "---|" * len(columns),
     ]
+    queues: list[str] = []
     for path in sorted(results_dir.glob("sim-*.json")):
         document = json.loads(path.read_text())
         rows = [r for r in document["aggregate"] if r["slowdown_model"] == "on"]
@@ -576,7 +651,11 @@ def headline(results_dir: Path, lost: int, timing: str) -> str:
                 cells = [_cell(r, key, fmt) for _, key, fmt in columns]
                 lines.append(f"| {document['workload']} | {r['load']:g} | {r['policy']} | "
                              + " | ".join(cells) + " |")
-    lines += ["", END]
+        per_queue = queue_table([r for r in rows if r["load"] == top], README_QUEUE_POLICIES)
+        if per_queue:
+            queues += ["", f"{document['workload']}, load {top:g}, slowdown model on. "
+                       + per_queue[0], *per_queue[1:-1]]
+    lines += [*queues, "", END]
     return "\n".join(lines)
 
 

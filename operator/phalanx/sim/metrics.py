@@ -105,24 +105,48 @@ def preemption(arrived: Sequence[JobRun], end: float) -> dict[str, Any]:
     waiting at `end`, its wait so far), so a job that never started is not left out.
     "High priority" is the highest priority of the trace, reported only when the
     trace has more than one; the biggest gangs are the jobs of the largest GPU count.
+    With more than one queue, `per_queue` has the same figures for each queue's jobs
+    (evictions count against the queue of the job evicted): a queue's guarantee is a
+    promise to that queue, which the overall figures can hide.
     """
     priorities = {r.spec.priority for r in arrived}
-    high = (
-        [r.wait_until(end) for r in arrived if r.spec.priority == max(priorities)]
-        if len(priorities) > 1
-        else []
-    )
+    high = max(priorities) if len(priorities) > 1 else None
     biggest = max((r.spec.gpus for r in arrived), default=0)
     big_waits = [r.wait_until(end) for r in arrived if r.spec.gpus == biggest]
+    queues = sorted({r.spec.queue for r in arrived})
+    per_queue = (
+        {
+            queue: _costs([r for r in arrived if r.spec.queue == queue], end, high)
+            for queue in queues
+        }
+        if len(queues) > 1
+        else {}
+    )
     return {
-        "evicted_pods": sum(r.evicted_pods for r in arrived),
-        "evicted_gpus": sum(r.evicted_gpus for r in arrived),
-        "job_evictions": sum(r.attempt for r in arrived),
-        "gpu_hours_lost": sum(r.lost_gpu_seconds for r in arrived) / 3600.0,
-        "high_priority_wait_seconds": stats(high),
+        **_costs(arrived, end, high, with_delay=False),
         "biggest_gang_gpus": biggest,
         "biggest_gang_max_wait_seconds": max(big_waits, default=None),
+        **({"per_queue": per_queue} if per_queue else {}),
     }
+
+
+def _costs(
+    runs: Sequence[JobRun], end: float, high: int | None, with_delay: bool = True
+) -> dict[str, Any]:
+    """Evictions, work lost and high-priority waits of `runs` (and, per queue, their
+    queueing delay: the overall one is `summarise`'s)."""
+    high_waits = [r.wait_until(end) for r in runs if high is not None and r.spec.priority == high]
+    costs: dict[str, Any] = {
+        "evicted_pods": sum(r.evicted_pods for r in runs),
+        "evicted_gpus": sum(r.evicted_gpus for r in runs),
+        "job_evictions": sum(r.attempt for r in runs),
+        "gpu_hours_lost": sum(r.lost_gpu_seconds for r in runs) / 3600.0,
+        "high_priority_wait_seconds": stats(high_waits),
+    }
+    if with_delay:
+        started = [r.wait_until(end) for r in runs if r.first_start is not None]
+        costs["queueing_delay_seconds"] = stats(started)
+    return costs
 
 
 def series(result: SimResult) -> dict[str, list[float]]:

@@ -26,7 +26,14 @@ from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.model import SimCluster, SimQueue
 from phalanx.sim.policy import Policy
 
-POLICIES = ("phalanx", "kube-default", "gang-spread", "gang-binpack", "phalanx-by-size")
+POLICIES = (
+    "phalanx",
+    "kube-default",
+    "kueue-like",
+    "gang-spread",
+    "gang-binpack",
+    "phalanx-by-size",
+)
 CORE_POLICIES: dict[str, tuple[bool, Literal["binpack", "spread"]]] = {
     "phalanx": (True, "binpack"),
     "phalanx-by-size": (True, "binpack"),
