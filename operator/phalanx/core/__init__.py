@@ -27,7 +27,14 @@ from phalanx.core.model.inputs import (
 from phalanx.core.model.names import GroupKey, NodeName, PodKey
 from phalanx.core.model.nomination import Nomination
 from phalanx.core.model.quantity import parse_quantity
-from phalanx.core.model.result import Binding, CycleResult, GroupDecision, Placement, PodCounts
+from phalanx.core.model.result import (
+    Binding,
+    CycleResult,
+    ExpectedStart,
+    GroupDecision,
+    Placement,
+    PodCounts,
+)
 from phalanx.core.model.status import Exclusion, Reason, StatusCode
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.snapshot.picture import Snapshot
@@ -38,6 +45,7 @@ __all__ = [
     "Eviction",
     "EvictionReason",
     "Exclusion",
+    "ExpectedStart",
     "GroupDecision",
     "GroupInfo",
     "GroupKey",

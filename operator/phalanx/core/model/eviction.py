@@ -14,10 +14,12 @@ from phalanx.core.model.names import GroupKey, PodKey
 
 class EvictionReason(StrEnum):
     """PREEMPTED: for a higher-priority group of the same queue; RECLAIMED: for a queue
-    below its guarantee, from a queue above its own."""
+    below its guarantee, from a queue above its own; RUNTIME_LIMIT: the group ran past
+    its runtime limit (its preemptor is the group itself)."""
 
     PREEMPTED = "Preempted"
     RECLAIMED = "Reclaimed"
+    RUNTIME_LIMIT = "RuntimeLimitExceeded"
 
 
 @dataclass(frozen=True, slots=True)

@@ -234,6 +234,10 @@ class GroupInfo:
     # declares it saves at (spec.checkpointIntervalSeconds); neither: all since it started
     checkpointed_at: float | None = None
     checkpoint_interval_seconds: int | None = None
+    # the longest the gang runs (spec.runtimeLimitSeconds, or its workload's
+    # activeDeadlineSeconds / Kueue max-exec-time label): past it, it is evicted; plans
+    # (expected starts, backfill) count on it. None: its queue's default, else no limit
+    runtime_limit_seconds: int | None = None
 
     @property
     def key(self) -> GroupKey:
@@ -258,6 +262,10 @@ class QueueInfo:
     # None: from the parent queue, else none
     preempt_min_runtime_seconds: int | None = None
     reclaim_min_runtime_seconds: int | None = None
+    # runtime limits of its gangs: the limit of a gang that sets none (else the maximum),
+    # and the most a gang may set (a gang above it is refused); None: from the parent
+    default_runtime_limit_seconds: int | None = None
+    max_runtime_limit_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,10 +113,25 @@ class PartialRelease:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpectedStart:
+    """When a waiting group is expected to start, played forward from the runtime limits
+    of what runs (and of what is expected to start before it): `at` (epoch seconds) None
+    when it depends on a gang with no limit (unknown, never made up); `waits_for`: the
+    groups whose ends make its room; `message`: that, in a sentence ("expected to start by
+    14:20 UTC, when 3 gangs in rack r2 reach their limits")."""
+
+    group: GroupKey
+    at: float | None
+    waits_for: tuple[GroupKey, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class CycleResult:
     """`evictions`: running pods to evict (one entry per pod), each for a preemptor that
     fits once they are gone; the preemptor is not bound in the same cycle. `releases`:
-    partial gangs past their deadline (partial.py)."""
+    partial gangs past their deadline (partial.py). `expected_starts`: one per waiting
+    group, when the cycle was asked to estimate (`run_cycle(..., estimate=True)`)."""
 
     bindings: tuple[Binding, ...]
     groups: tuple[GroupDecision, ...]
@@ -124,6 +139,7 @@ class CycleResult:
     now: float = 0.0
     evictions: tuple[Eviction, ...] = ()
     releases: tuple[PartialRelease, ...] = ()
+    expected_starts: tuple[ExpectedStart, ...] = ()
     _by_group: dict[str, GroupDecision] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
