@@ -38,14 +38,19 @@ COMMAND = "python -m bench.sim"
 BEGIN, END = common.markers("sim", COMMAND)
 PAGE = "docs/benchmarks/sim-results.md"
 POLICY_ORDER = (
-    "phalanx", "kube-default", "kueue-like", "gang-spread", "gang-binpack", "phalanx-by-size"
+    "phalanx", "kube-default", "kueue-like", "gang-spread", "gang-binpack", "phalanx-nobackfill",
+    "phalanx-by-size",
 )
+DEFAULT_POLICIES = POLICY_ORDER[:-1]
+"""What a workload runs unless it names its policies (`phalanx-by-size` only matters
+where jobs checkpoint: bench/workloads/checkpoints.yaml names it)."""
 COLORS = {
     "phalanx": "#d62728",
     "kube-default": "#7f7f7f",
     "kueue-like": "#9467bd",
     "gang-spread": "#1f77b4",
     "gang-binpack": "#2ca02c",
+    "phalanx-nobackfill": "#8c564b",
     "phalanx-by-size": "#ff9896",
 }
 
@@ -83,7 +88,7 @@ def read_workloads(smoke: bool, only: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def tasks_of(workload: Mapping[str, Any]) -> list[Task]:
-    policies = workload.get("policies", list(POLICY_ORDER))
+    policies = workload.get("policies", list(DEFAULT_POLICIES))
     models = workload.get("slowdown", ["on", "off"])
     models = ["on" if m is True else "off" if m is False else str(m) for m in models]
     loads = workload["loads"]

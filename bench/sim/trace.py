@@ -29,7 +29,6 @@ from bench.common import ROOT
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.nomination import RESERVED
 from phalanx.core.model.result import CycleResult
-from phalanx.core.preemption.cycle import TAKEN_BACK
 from phalanx.sim.engine import SimConfig, simulate
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import JobSpec
@@ -70,8 +69,6 @@ class Recorder:
         for eviction in result.evictions:
             victim = _job(eviction.group) if eviction.group else str(eviction.pod)
             reason = str(eviction.reason)
-            if TAKEN_BACK in eviction.message:
-                reason += " (reserved room taken back)"
             victims[(_job(eviction.preemptor), reason)].add(victim)
         for (preemptor, reason), jobs in victims.items():
             self.evictions.append((now, preemptor, reason, tuple(sorted(jobs))))

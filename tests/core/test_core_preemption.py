@@ -480,10 +480,11 @@ def test_a_starvation_reservation_is_renewed_while_only_older_work_is_in_its_way
     held = decision(result, "default/big").nomination
     assert held is not None and held.nodes == ("n1",) and held.since == 300.0
     assert held.expires > 700.0
-    # a group lent the room since (it can be taken back) does not end the reservation
-    lent = running_gang("lent", ["n1"], gpus=6, started=400.0)
-    lent[-1] = replace(lent[-1], creation=200.0)  # type: ignore[type-var]
-    result = run(nodes, busy, lent, big, now=700.0)
+    # a group let in by backfill since (it has a limit; the start is unknown) does not
+    # end the reservation
+    let_in = running_gang("let-in", ["n1"], gpus=6, started=400.0)
+    let_in[-1] = replace(let_in[-1], runtime_limit_seconds=600)  # type: ignore[type-var]
+    result = run(nodes, busy, let_in, big, now=700.0)
     assert decision(result, "default/big").nomination == held
     # a pod that started on n1 after the reservation (higher priority may): released
     newer = running_gang("newer", ["n1"], gpus=1, priority="high", started=400.0)
@@ -493,66 +494,44 @@ def test_a_starvation_reservation_is_renewed_while_only_older_work_is_in_its_way
     assert [b.node for b in result.bindings if b.group == "default/small"] == ["n1"]
 
 
-def test_a_reservation_lends_its_idle_room_to_newer_groups_of_its_queue_and_takes_it_back(
-) -> None:  # fmt: skip
-    """n1 is reserved for `big` (8 GPUs) while a 1-GPU job of before runs there: a newer
-    6-GPU group is placed on n1 meanwhile, and evicted for `big` once that job ended.
-    Kept closed, n1's 7 free GPUs stood idle as long as the older job ran."""
+def reserved_from(start: float) -> Nomination:
+    return Nomination((NodeName("n1"),), "Reserved", 300.0, 900.0, start)
+
+
+def small_gang(limit: int | None, **fields: object) -> list[object]:
+    return [pod("small-0", gpus=6, group="small"),
+            group("small", 1, creation=200.0, runtime_limit_seconds=limit, **fields)]
+
+
+def test_a_reserved_room_backfills_only_a_group_that_ends_by_its_start() -> None:
+    """n1 is reserved for `big` from t=1000 while a 1-GPU job of before runs there: a
+    6-GPU group whose limit ends by then (700 + 200) is placed on n1 meanwhile; one
+    that would run past it (700 + 400), or has no limit, waits and says why. Nothing let
+    in is ever evicted for `big`."""
     nodes, busy = two_nodes_partly_busy()
-    big = waiting_gang("big", 1, priority="low", creation=0.0, nomination=reserved(300, 900))
-    small = [pod("small-0", gpus=6, group="small"), group("small", 1, creation=200.0)]
-    lent = run(nodes, busy, big, small, now=700.0)
-    assert [b.node for b in lent.bindings if b.group == "default/small"] == ["n1"]
-    assert decision(lent, "default/big").nomination == reserved(300, 900)
-    assert lent.evictions == ()
-    # an older group of the queue, or one of another queue, is not lent the room
-    older = [pod("older-0", gpus=6, group="older"), group("older", 1, creation=-1.0)]
-    other = [pod("other-0", gpus=6, group="other"), group("other", 1, creation=200.0,
-                                                          queue="team-b")]  # fmt: skip
-    for outsider in (older, other):
-        closed = run(nodes, QueueInfo("team-b"), busy, big, outsider, now=700.0)
-        assert not [b for b in closed.bindings if b.node == "n1"]
-    # the older job on n1 ended: only the lent group is in the way, and it goes
+    big = waiting_gang("big", 1, priority="low", creation=0.0, nomination=reserved_from(1000))
+    short = run(nodes, busy, big, small_gang(200), now=700.0)
+    assert [b.node for b in short.bindings if b.group == "default/small"] == ["n1"]
+    assert decision(short, "default/big").nomination == reserved_from(1000)
+    assert short.evictions == ()
+    for limit, why in ((400, "its runtime limit (400s) ends after that"),
+                       (None, "it has no runtime limit")):  # fmt: skip
+        long = run(nodes, busy, big, small_gang(limit), now=700.0)
+        assert not [b for b in long.bindings if b.node == "n1"]
+        message = decision(long, "default/small").message
+        assert "1 node is reserved for default/big from 00:16 UTC" in message, message
+        assert why in message, message
+    off = run(nodes, busy, big, small_gang(200), now=700.0,
+              config=SchedulerConfig(backfill=False))  # fmt: skip
+    assert not [b for b in off.bindings if b.node == "n1"]
+    # the job of before ended: only the backfilled group is on n1, and it stays
     running = running_gang("small", ["n1"], gpus=6, started=700.0)
-    running[-1] = replace(running[-1], creation=200.0)  # type: ignore[type-var]
-    back = run(nodes, busy[0], big, running, now=800.0)
-    assert evicted_groups(back) == {"default/small"}
-    assert all("taken back" in e.message for e in back.evictions)
-    taken = decision(back, "default/big")
-    assert taken.reason == "Preempting" and taken.nomination is not None
-    assert taken.nomination.nodes == ("n1",)
-
-
-def test_a_reservation_renewed_and_taken_back_in_one_cycle_evicts_what_it_lent() -> None:
-    """Past its time, the reservation is renewed (the lent group alone started on n1
-    since) and, in the same cycle, its room taken back: both ask about the units on n1
-    (`Preemptions._units_near`, built once), and the take-back evicts as it does for a
-    reservation still live."""
-    nodes, busy = two_nodes_partly_busy()
-    running = running_gang("small", ["n1"], gpus=6, started=700.0)
-    running[-1] = replace(running[-1], creation=200.0)  # type: ignore[type-var]
-    results = []
-    for expires in (900.0, 750.0):  # live at 800, then past its time
-        big = waiting_gang("big", 1, priority="low", creation=0.0,
-                           nomination=reserved(300, expires))  # fmt: skip
-        results.append(run(nodes, busy[0], big, running, now=800.0))
-    live, renewed = results
-    assert evicted_groups(renewed) == evicted_groups(live) == {"default/small"}
-    assert [e.message for e in renewed.evictions] == [e.message for e in live.evictions]
-    taken = decision(renewed, "default/big")
-    assert taken.reason == "Preempting" and taken.nomination is not None
-    assert taken.nomination.nodes == ("n1",)
-
-
-def test_a_gang_that_may_not_preempt_lends_no_reserved_room() -> None:
-    nodes, busy = two_nodes_partly_busy()
-    big = waiting_gang("big", 1, priority="polite", creation=0.0,
-                       nomination=reserved(300, 900))  # fmt: skip
-    small = [pod("small-0", gpus=6, group="small"),
-             group("small", 1, creation=200.0, priority_class_name="polite")]  # fmt: skip
-    result = run(nodes, busy, big, small, now=700.0)
-    assert not decision(result, "default/small").scheduled
-    assert decision(result, "default/big").nomination == reserved(300, 900)
+    running[-1] = replace(running[-1], creation=200.0,  # type: ignore[type-var]
+                          runtime_limit_seconds=200)
+    later = run(nodes, busy[0], big, running, now=800.0)
+    assert later.evictions == ()
+    # and the reservation moves earlier: n1 is free once `small` reaches its limit, at 900
+    assert decision(later, "default/big").nomination == replace(reserved_from(1000), start=900.0)
 
 
 def capped(gpus: int) -> QueueInfo:

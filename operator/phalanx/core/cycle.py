@@ -5,7 +5,9 @@ Pure: the same snapshot and config always give the same result.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
 from phalanx.core.admission.admit import OverCapability, admit, seed_ledger
 from phalanx.core.admission.members import GroupWork, Problem, Settled, build_works
@@ -14,10 +16,17 @@ from phalanx.core.admission.queues import QueueLedger
 from phalanx.core.explain.unplaced import explain
 from phalanx.core.model.backoff import is_held, next_backoff
 from phalanx.core.model.config import SchedulerConfig
-from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.eviction import Eviction
+from phalanx.core.model.inputs import PodInfo, QueueInfo
 from phalanx.core.model.names import GroupKey, NodeName
-from phalanx.core.model.nomination import Nomination
-from phalanx.core.model.result import Binding, CycleResult, GroupDecision, Placement
+from phalanx.core.model.nomination import RESERVED, Nomination
+from phalanx.core.model.result import (
+    Binding,
+    CycleResult,
+    ExpectedStart,
+    GroupDecision,
+    Placement,
+)
 from phalanx.core.model.status import Reason, StatusCode
 from phalanx.core.placement.gang import GangPlacement, GangRequest, place_gang
 from phalanx.core.placement.near_not_ready import avoiding
@@ -28,6 +37,8 @@ from phalanx.core.preemption.reservations import Failure
 from phalanx.core.snapshot.picture import Snapshot
 from phalanx.core.snapshot.resources import charged
 from phalanx.core.snapshot.shapes import Shape, demand_of
+from phalanx.core.timeline.estimate import Waiting, expected_starts
+from phalanx.core.timeline.limits import limit_of, over_maximum, past_limit
 from phalanx.topology.tree import ROOT_LEVEL
 
 
@@ -45,12 +56,19 @@ class _Outcome:
 
 
 def run_cycle(
-    snapshot: Snapshot, config: SchedulerConfig | None = None, now: float = 0.0
+    snapshot: Snapshot,
+    config: SchedulerConfig | None = None,
+    now: float = 0.0,
+    *,
+    estimate: bool = False,
 ) -> CycleResult:
+    """`estimate`: also work out when each waiting gang is expected to start
+    (`CycleResult.expected_starts`); the shell asks for it only as often as users need
+    it, since it places every waiting gang again."""
     config = config or SchedulerConfig()
     index = snapshot.index
     state = CycleState(index, config.avoid_not_ready_level)
-    works = build_works(index)
+    works = [_limit_refused(work, index.queues) for work in build_works(index)]
     held = {key for key, backoff in snapshot.backoffs.items() if is_held(backoff, now)}
     backing_off = {work.key for work in works if work.key in held and work.problem is None}
     works = [_hold(work, snapshot, now) if work.key in backing_off else work for work in works]
@@ -74,7 +92,7 @@ def run_cycle(
             request, why = _place_mandatory(state, work, route, config, outcome)
             if why is not None:
                 outcome.problem = preemptions.failed(Failure(work, request, route, why), ledger)
-            preemptions.after(work, outcome.problem is None)
+            preemptions.after(work, outcome.problem is None, outcome.bound)
         return outcome.problem is None or preemptions.holds_room(work.key)
 
     def over(work: GroupWork, missing: OverCapability) -> bool:
@@ -124,11 +142,77 @@ def run_cycle(
         )
         for work in works
     )
-    evictions = tuple(preemptions.evictions)
+    evictions = _with_limits(preemptions.evictions, past_limit(works, index.queues, now))
     decisions, releases = release_partial(snapshot, decisions, now, config)
-    return CycleResult(
-        tuple(bindings), decisions, tuple(index.invalid), now, evictions, releases
+    expected = (
+        _expected(state, works, outcomes, decisions, preemptions, config, now) if estimate else ()
     )
+    return CycleResult(
+        tuple(bindings), decisions, tuple(index.invalid), now, evictions, releases, expected
+    )
+
+
+def _limit_refused(work: GroupWork, queues: Mapping[str, QueueInfo]) -> GroupWork:
+    """A gang to place asking more than its queue's maximum runtime limit is refused."""
+    if work.problem is not None or not work.mandatory:
+        return work
+    problem = over_maximum(work.group, queues)
+    return work if problem is None else replace(work, problem=problem)
+
+
+def _with_limits(evictions: Sequence[Eviction], limits: Sequence[Eviction]) -> tuple[Eviction, ...]:
+    """The cycle's evictions: victims, then gangs past their limit (a pod once)."""
+    if not limits:
+        return tuple(evictions)
+    taken = {e.pod for e in evictions}
+    return (*evictions, *(e for e in limits if e.pod not in taken))
+
+
+def _expected(
+    state: CycleState,
+    works: Sequence[GroupWork],
+    outcomes: dict[GroupKey, _Outcome],
+    decisions: Sequence[GroupDecision],
+    preemptions: Preemptions,
+    config: SchedulerConfig,
+    now: float,
+) -> tuple[ExpectedStart, ...]:
+    """When each gang that waits with a route (admitted, or held back by its queue's
+    capability: `_Outcome.route`) is expected to start, in the order groups are placed
+    (priority, then age); the rest wait on something no end of work changes, said so."""
+    decided = {d.group: d for d in decisions}
+    waiting: list[Waiting] = []
+    unknown: list[ExpectedStart] = []
+    order = sorted(works, key=lambda w: (-w.priority, w.creation, w.key))
+    for work in order:
+        decision = decided.get(work.key)
+        if decision is None or decision.scheduled or not work.mandatory:
+            continue
+        outcome = _outcome(outcomes, work.key)
+        if outcome.route is None or decision.code is StatusCode.UNRESOLVABLE:
+            message = f"start unknown: {decision.message}"[: config.max_message_length]
+            unknown.append(ExpectedStart(work.key, None, (), message))
+            continue
+        shapes = work.shapes[: work.mandatory]
+        request = _request(work.gang, shapes, outcome.route, config, ())
+        waiting.append(Waiting(work.key, request, limit_of(work.group, state.index.queues)))
+    occupants = preemptions.occupants_now()
+    holds = {key: hold.nodes for key, hold in preemptions.holds.by_group.items()}
+    found = expected_starts(state, waiting, occupants, now, config.estimate_depth, holds)
+    return (*(_no_later_than_reserved(e, decided[e.group]) for e in found), *unknown)
+
+
+def _no_later_than_reserved(expected: ExpectedStart, decision: GroupDecision) -> ExpectedStart:
+    """A gang holding a reservation starts by the reservation's start, whatever else
+    the plan says (that room is kept for it from then)."""
+    held = decision.nomination
+    if held is None or held.reason != RESERVED or held.start is None:
+        return expected
+    if expected.at is not None and expected.at <= held.start:
+        return expected
+    when = datetime.fromtimestamp(held.start, UTC).strftime("%H:%M")
+    message = f"expected to start by {when} UTC, on the {len(held.nodes)} nodes reserved for it"
+    return ExpectedStart(expected.group, held.start, expected.waits_for, message)
 
 
 def _noted(problem: Problem, note: str) -> Problem:

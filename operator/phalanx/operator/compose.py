@@ -162,6 +162,7 @@ def nominated_status(nomination: Nomination | None) -> dict[str, Any] | None:
         "reason": nomination.reason,
         "since": timestamp(nomination.since),
         "expires": timestamp(nomination.expires),
+        **({"start": timestamp(nomination.start)} if nomination.start is not None else {}),
     }
 
 

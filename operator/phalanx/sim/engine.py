@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from phalanx.core.model.device_share import DEVICE
@@ -216,6 +216,7 @@ class _Run:
         gc.freeze()  # see `_cycle`'s docstring
         outcome = self.policy.schedule(view)
         self._evict(outcome.evictions)
+        self._expect(outcome.expected_starts)
         for placement in outcome.placements:
             self._place(placement.job, placement.node, placement.devices)
         self.cycles.append(
@@ -241,12 +242,20 @@ class _Run:
                     f"eviction of a pod of {eviction.job!r} on node {eviction.node}, "
                     "where it holds no such pod"
                 )
+        causes = {e.job: e.cause for e in evictions}
         for job, nodes in pods.items():
-            self._restart(self.runs[job], len(nodes))
+            self._restart(self.runs[job], len(nodes), causes[job])
         if pods:
             self._queue_cycle()
 
-    def _restart(self, run: JobRun, evicted_pods: int) -> None:
+    def _expect(self, starts: Mapping[str, float]) -> None:
+        """Keep the first start each waiting job is expected by (for the estimate's error)."""
+        for job, at in starts.items():
+            run = self.pending.get(job)
+            if run is not None and run.expected_start is None and run.first_start is None:
+                run.expected_start, run.expected_at = at, self.clock.now
+
+    def _restart(self, run: JobRun, evicted_pods: int, cause: str) -> None:
         """End the job's attempt: release all its pods, count the lost work, and have it
         arrive again after the restart delay (it is waiting from now on)."""
         now = self.clock.now
@@ -254,7 +263,9 @@ class _Run:
             assert run.start is not None
             self.busy -= run.held_milli
             kept = _checkpointed(run, now - run.start)
-            run.lost_gpu_seconds += run.held_gpus * (now - run.start - kept)
+            lost = run.held_gpus * (now - run.start - kept)
+            run.lost_gpu_seconds += lost
+            run.lost_by_cause[cause] = run.lost_by_cause.get(cause, 0.0) + lost
             run.saved_seconds += kept / run.slowdown
         else:
             del self.pending[run.name]
@@ -304,12 +315,20 @@ class _Run:
         run.span = span_of(self.cluster, run.nodes)
         run.slowdown = self.config.slowdown.factor(run.span)
         run.end = now + (run.spec.duration - run.saved_seconds) * run.slowdown
+        limit = run.spec.runtime_limit_seconds
+        if limit is not None and run.end > now + limit:  # stopped at its limit
+            run.end, run.cut = now + limit, True
         self.queue.push(run.end, EventKind.FINISH, run.name, run.attempt)
 
     def _finish(self, run: JobRun) -> None:
+        """The job's work is done, or (`cut`) its limit ran out and the run is lost."""
         self._release(run)
         self.busy -= run.held_milli
         run.finish = self.clock.now
+        if run.cut and run.start is not None:
+            lost = run.held_gpus * (run.finish - run.start)
+            run.lost_gpu_seconds += lost
+            run.lost_by_cause["Limit"] = run.lost_by_cause.get("Limit", 0.0) + lost
 
     def _release(self, run: JobRun) -> None:
         spec = run.spec

@@ -41,6 +41,13 @@ class JobRun:
     evicted_gpus: float = 0.0
     lost_gpu_seconds: float = 0.0
     """GPU-seconds of work done by attempts that an eviction threw away."""
+    lost_by_cause: dict[str, float] = field(default_factory=dict)
+    """`lost_gpu_seconds` by what ended the attempt: an eviction's reason, or Limit."""
+    cut: bool = False
+    """It reached its runtime limit and was stopped there (it did not finish its work)."""
+    expected_start: float | None = None
+    expected_at: float | None = None
+    """The first start the scheduler said it is expected by, and when it said so."""
     saved_seconds: float = 0.0
     """Runtime at full speed kept by checkpoints of evicted attempts: the next attempt
     runs only the rest."""

@@ -15,6 +15,7 @@ import numpy as np
 from phalanx.sim.engine import SimResult
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import Span
+from phalanx.sim.time_metrics import time_figures
 
 CDF_PERCENTILES = tuple(range(0, 101, 5))
 SERIES_POINTS = 300
@@ -76,6 +77,7 @@ def summarise(result: SimResult) -> dict[str, Any]:
             [float(np.percentile(jcts, p)) for p in CDF_PERCENTILES] if jcts else []
         ),
         **preemption(arrived, end),
+        **time_figures(arrived, end, max((n.gpus for n in result.cluster.nodes), default=0)),
         "multi_node_gangs": len(multi),
         "multi_node_in_one_rack": _share(in_rack, len(multi)),
         "multi_node_in_one_block": _share(in_block, len(multi)),

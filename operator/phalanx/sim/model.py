@@ -94,6 +94,9 @@ class JobSpec:
     checkpoint_interval_seconds: int | None = None
     """The job saves its progress this often (wall-clock seconds from each start): an
     eviction loses only the work since the last save, and the job resumes from it."""
+    runtime_limit_seconds: int | None = None
+    """The longest the job may run (what its user declares, at or above its runtime):
+    the scheduler plans with it, and the engine stops a job that reaches it."""
 
     def __post_init__(self) -> None:
         if self.gpu_milli_per_pod and (self.gpus_per_pod or not 0 < self.gpu_milli_per_pod < 1000):

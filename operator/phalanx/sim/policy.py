@@ -7,8 +7,8 @@ kube-scheduler model both fit behind this one protocol.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from phalanx.sim.jobrun import JobRun
@@ -27,10 +27,12 @@ class PodPlacement:
 
 @dataclass(frozen=True, slots=True)
 class PodEviction:
-    """Evict `job`'s pod on node `node`; the engine then restarts the whole job."""
+    """Evict `job`'s pod on node `node`; the engine then restarts the whole job. `cause`:
+    why (the core's eviction reason: Preempted, Reclaimed), for the work lost by cause."""
 
     job: str
     node: int
+    cause: str = "Preempted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,8 @@ class CycleOutcome:
     """Wall-clock spent building the policy's input (the core snapshot)."""
     evictions: Sequence[PodEviction] = ()
     """Pods to evict, applied before `placements` (which may use the room they free)."""
+    expected_starts: Mapping[str, float] = field(default_factory=dict)
+    """Jobs given a start they are expected by (a reservation's), this cycle."""
 
 
 class Policy(Protocol):

@@ -34,7 +34,12 @@ class SchedulerConfig:
     `weigh_work_lost`: victims of equal priority are chosen by the work their eviction
     loses (since their last checkpoint, else their start: `preemption/units.py`); False
     chooses them by size alone (fewest GPUs, then pods, then the newest), as before that
-    was weighed: the simulator's `phalanx-by-size` compares the two."""
+    was weighed: the simulator's `phalanx-by-size` compares the two.
+    `backfill`: a group of lower priority may use room reserved for a waiting gang if its
+    runtime limit ends by the reservation's start (`preemption/holds.py`); False keeps
+    such room for the gang alone (the simulator's `phalanx-nobackfill`).
+    `estimate_depth`: `run_cycle(..., estimate=True)` estimates the start of this many
+    waiting gangs, in the order they are placed in (`timeline/estimate.py`)."""
 
     topology_aware: bool = True
     node_order: Literal["binpack", "spread"] = "binpack"
@@ -50,3 +55,5 @@ class SchedulerConfig:
     avoid_not_ready_level: str | None = None
     partial_grace_seconds: float = 60.0
     weigh_work_lost: bool = True
+    backfill: bool = True
+    estimate_depth: int = 1000

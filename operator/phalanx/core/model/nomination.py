@@ -19,12 +19,16 @@ RESERVED = "Reserved"
 @dataclass(frozen=True, slots=True)
 class Nomination:
     """`nodes` held for the group; `reason` PREEMPTING or RESERVED; `since` when the
-    hold was first taken; after `expires` it is released."""
+    hold was first taken; after `expires` it is released. `start`: for a reservation,
+    when the group is expected to start there, as first worked out from the runtime
+    limits of the work in its way (None: unknown, some of it has no limit); a group
+    of lower priority is let in (backfilled) only if its own limit ends by then."""
 
     nodes: tuple[NodeName, ...]
     reason: str
     since: float
     expires: float
+    start: float | None = None
 
     def live(self, now: float) -> bool:
         return now < self.expires

@@ -19,10 +19,12 @@ def read_nomination(reader: Reader) -> Nomination | None:
         reason = held.get("reason")
         since = reader.moment("status.nominated.since", held)
         expires = reader.moment("status.nominated.expires", held)
+        start = reader.moment("status.nominated.start", held)
     except InvalidObject:
         return None
     if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
         return None
     if reason not in (PREEMPTING, RESERVED) or since is None or expires is None:
         return None
-    return Nomination(tuple(NodeName(n) for n in sorted(set(nodes))), reason, since, expires)
+    nodes_held = tuple(NodeName(n) for n in sorted(set(nodes)))
+    return Nomination(nodes_held, reason, since, expires, start)

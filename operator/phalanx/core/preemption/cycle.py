@@ -6,13 +6,10 @@ looks for victims (whole gangs, elastic pods first) whose eviction makes it fit,
 the room it would use, and records the evictions. A gang its queue's capability has no
 room for is offered `over_capability` by admission: lower-priority gangs of its queue
 that give that room back, then the same search. The gang itself is not bound in that
-cycle: its room is still occupied until the victims are gone. A gang that waited past
-`starvation_seconds` gets a reservation where the least running work stands in its way
-(one such reservation at a time), once a group of equal or lower priority was placed
-while it waited; it is renewed past its timeout while that work is all that is in its
-way (`_renewed`). Meanwhile its room is lent to the groups of its queue placed after it
-(`Hold.lends_to`), and taken back from them once nothing else is in its way
-(`_take_back`): the room does not stand idle while the work in its way ends.
+cycle: its room is still occupied until the victims are gone. Otherwise the first gang of
+its queue that waits gets room reserved from its expected start (or, of unknown start,
+once it starved), and groups of lower priority use that room only if they end by then
+(`reservations.py`).
 """
 
 from __future__ import annotations
@@ -27,20 +24,23 @@ from phalanx.core.admission.members import GroupWork
 from phalanx.core.admission.queues import QueueLedger, Shortfall
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.eviction import Eviction, EvictionReason
+from phalanx.core.model.inputs import PodInfo
 from phalanx.core.model.names import GroupKey
-from phalanx.core.model.nomination import PREEMPTING, Nomination
+from phalanx.core.model.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.model.status import Problem, Reason, StatusCode
 from phalanx.core.placement.gang import GangRequest
 from phalanx.core.placement.routes import Route
 from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.find import Finder, Found, never_fits
-from phalanx.core.preemption.holds import Holds, Opener, Placed
+from phalanx.core.preemption.holds import Holds, Opener
 from phalanx.core.preemption.reservations import Failure, Reservations, class_of, own_policy
 from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
 from phalanx.core.preemption.search import cost_of
 from phalanx.core.preemption.units import Unit, within_spare
 from phalanx.core.preemption.why import PREEMPTION_OFF, capability_note, why_not
 from phalanx.core.snapshot.resources import charged, total_of
+from phalanx.core.timeline.estimate import Occupant
+from phalanx.core.timeline.limits import limit_of
 from phalanx.topology.tree import ROOT_LEVEL
 
 
@@ -67,6 +67,7 @@ class Preemptions(Reservations):
         self._by_group: dict[GroupKey, list[Unit]] | None = None
         self._eligible: dict[object, frozenset[int]] = {}
         self._near: dict[frozenset[str], tuple[Unit, ...]] = {}
+        self._occupants: list[Occupant] | None = None
         self._no_room: tuple[int, set[object]] = (-1, set())
         """Gangs for which `_reserve` found no room, by `_room_key`, and the state's
         generation that holds for: the same search in the same state finds none again."""
@@ -92,16 +93,22 @@ class Preemptions(Reservations):
 
     def before(self, work: GroupWork) -> None:
         preempts = may_preempt(self.state.index, class_of(work), own_policy(work))
-        placed = None if work.group is None else Placed(work.key, work.queue, work.priority,
-                                                         work.creation)  # fmt: skip
-        self.holds.open_for(Opener(work.key, work.priority, work.queue, preempts, placed))
+        limit = limit_of(work.group, self.state.index.queues)
+        ends_by = self.now + limit if limit is not None else None
+        opener = Opener(work.key, work.priority, work.queue, preempts, ends_by,
+                        self.config.backfill)  # fmt: skip
+        self.holds.open_for(opener)
 
-    def after(self, work: GroupWork, placed: bool) -> None:
-        """The group's hold goes once it is placed; the holds opened for it stay open
-        until the next group's `before` (`Holds.open_for`) or `close`."""
+    def after(
+        self, work: GroupWork, placed: bool, bound: Sequence[tuple[PodInfo, int]] = ()
+    ) -> None:
+        """The group's hold goes once it is placed (`bound`: its pods placed this cycle,
+        which leave at its limit); the holds opened for it stay open until the next
+        group's `before` (`Holds.open_for`) or `close`."""
         if placed:
             self.holds.drop(work.key)
             self.nominations.pop(work.key, None)
+            self.placed(work, bound)
 
     def close(self) -> None:
         """Every hold on again, once the groups are placed."""
@@ -129,8 +136,6 @@ class Preemptions(Reservations):
         found = None
         if self.config.preemption:
             found = self._preempt(failure, claim)
-            if found is None or not found.units:
-                found = self._take_back(failure) or found
         if found is not None and (found.units or work.key in self.nominations):
             return self._nominate(failure, found, claim, ledger)
         problem = failure.problem  # worked out only now: evictions made no room
@@ -138,8 +143,33 @@ class Preemptions(Reservations):
             return self._keep_reservation(work, problem)
         explain = self.config.preemption and self.config.explain_preemption
         note = self._why_not(failure, claim, ledger) if explain else ""
+        note += self._kept_out(work)
         problem = Problem(problem.code, problem.reason, problem.message + note)
         return self._reserve(failure, problem)
+
+    def _kept_out(self, work: GroupWork) -> str:
+        """Why room reserved for another gang is not the gang's: "; 1 node is reserved
+        for NS/big from 14:20 UTC, and its runtime limit (3600s) ends after that"."""
+        limit = limit_of(work.group, self.state.index.queues)
+        ends_by = self.now + limit if limit is not None else None
+        for holder, hold in sorted(self.holds.by_group.items()):
+            if holder == work.key or hold.nomination.reason != RESERVED:
+                continue
+            if hold.priority < work.priority or (
+                self.config.backfill and hold.takes_backfill(ends_by)
+            ):
+                continue
+            if not self.config.backfill:
+                why = "backfill is off"
+            elif limit is None:
+                why = "it has no runtime limit"
+            else:
+                why = f"its runtime limit ({limit}s) ends after that"
+            count, start = len(hold.nodes), hold.nomination.start
+            nodes = "1 node is" if count == 1 else f"{count} nodes are"
+            when = f" from {_clock(start)} UTC" if start is not None else ""
+            return f"; {nodes} reserved for {holder}{when}, and {why}"
+        return ""
 
     def over_capability(
         self,
@@ -355,8 +385,6 @@ class Preemptions(Reservations):
 
 
 _EXPIRED = "; the room held for it was released: it did not free up in time"
-TAKEN_BACK = "lent to it while it waited, is taken back"
-"""In the message of an eviction by `_take_back` (bench.sim.trace counts them)."""
 _NO_PROBLEM = Problem(StatusCode.UNSCHEDULABLE, Reason.QUEUE_CAPABILITY, "")
 
 
@@ -384,11 +412,15 @@ def _covers(units: Sequence[Unit], excess: Mapping[str, int]) -> bool:
     return all(sum(u.requests.get(r, 0) for u in units) >= a for r, a in excess.items())
 
 
+def _clock(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%H:%M")
+
+
 def work_lost_note(unit: Unit) -> str:
     """"; it loses 2.1 GPU-h of work, since its checkpoint at 13:02" (times in UTC)."""
     if unit.lost <= 0.0 and not unit.checkpointed:
         return "; it loses no work: it had not started"
-    when = datetime.fromtimestamp(unit.saved, UTC).strftime("%H:%M")
+    when = _clock(unit.saved)
     since = f"its checkpoint at {when}" if unit.checkpointed else f"it started at {when}"
     return f"; it loses {unit.lost / 3600:.1f} GPU-h of work, done since {since} UTC"
 
@@ -404,9 +436,6 @@ def _victims(units: Sequence[Unit]) -> str:
 
 
 def _eviction_message(work: GroupWork, reason: EvictionReason | None) -> str:
-    """`reason` None: the unit was lent the room reserved for the gang (`_take_back`)."""
-    if reason is None:
-        return f"the room reserved for {work.key}, {TAKEN_BACK}"
     if reason is EvictionReason.RECLAIMED:
         return f"reclaimed for {work.key} by queue {work.queue}, which is below its guarantee"
     return f"preempted by {work.key} (priority {work.priority}) in queue {work.queue}"

@@ -1,8 +1,15 @@
-"""Starvation reservations and the holds they keep, for `Preemptions`: a gang that waited
-past `starvation_seconds` gets room reserved where the least running work stands in its
-way; the reservation is renewed past its timeout while that work is all that is in its
-way (`_renewed`), its room is lent to the groups of its queue placed after it
-(`Hold.lends_to`) and taken back once nothing else is in its way (`_take_back`).
+"""Reservations and the holds they keep, for `Preemptions`.
+
+With time (runtime limits) to plan with, the first gang of each queue that cannot be
+placed gets room reserved at once where it can start earliest (`timeline.estimate`),
+from that start: the nodes `place_gang` would use once the work ending first is gone.
+Without a known start (work with no limit in its way), a gang that waited past
+`starvation_seconds` while groups of equal or lower priority were placed gets room
+where the least running work stands in its way, of unknown start. Either is renewed
+past its timeout while what is in its way was there when it was taken, or was let in
+by backfill since (`_renewed`). Groups of lower priority may use the room only if
+their own limit ends by its start (`Hold.takes_backfill`); nothing let in is ever
+evicted for it.
 
 `Reservations` is the reservation half of `Preemptions` (`preemption/cycle.py`), which
 sets the fields it declares; kept apart as the one place reservations are decided.
@@ -10,24 +17,29 @@ sets the fields it declares; kept apart as the one place reservations are decide
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import partial
+from operator import attrgetter
 
 from phalanx.core.admission.members import GroupWork
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.eviction import Eviction
+from phalanx.core.model.inputs import PodInfo
 from phalanx.core.model.names import GroupKey, NodeName
 from phalanx.core.model.nomination import RESERVED, Nomination
 from phalanx.core.model.status import Problem
 from phalanx.core.placement.gang import GangRequest
 from phalanx.core.placement.routes import Route
 from phalanx.core.placement.state import CycleState
-from phalanx.core.preemption.find import Finder, Found
-from phalanx.core.preemption.holds import Hold, Holds, Placed
-from phalanx.core.preemption.rules import may_preempt
+from phalanx.core.preemption.find import Finder
+from phalanx.core.preemption.holds import Hold, Holds
 from phalanx.core.preemption.search import Cost, work_cost
-from phalanx.core.preemption.units import Unit, build_units, priority_bounds, within_spare
+from phalanx.core.preemption.units import Unit, build_units, priority_bounds
+from phalanx.core.timeline.estimate import Occupant, Start, earliest_start, running_occupants
+from phalanx.core.timeline.limits import limit_of
 
 
 @dataclass(slots=True)
@@ -61,6 +73,7 @@ class Reservations:
     _taken: set[int]
     _near: dict[frozenset[str], tuple[Unit, ...]]
     _no_room: tuple[int, set[object]]
+    _occupants: list[Occupant] | None
 
     @property
     def finder(self) -> Finder:
@@ -92,20 +105,16 @@ class Reservations:
         return self._by_group
 
     def _hold_of(self, work: GroupWork, nodes: tuple[int, ...], held: Nomination) -> Hold:
-        """The group's hold on `nodes`; a reservation of a group that may evict lends
-        its room (`Hold.lends_to`): it can take it back."""
-        lends = self.config.preemption and may_preempt(self.state.index, class_of(work),
-                                                       own_policy(work))
-        return Hold(work.priority, nodes, held, work.queue, work.creation, lends)
+        return Hold(work.priority, nodes, held, work.queue, work.creation)
 
     def _renewed(self, holder: GroupKey, hold: Hold) -> Nomination | None:
-        """A starvation reservation past its time, renewed in place while everything in
-        its way was there when it was taken, or was lent the room since (and is taken
-        back once nothing else is in the way: `_take_back`): the room frees up for sure.
-        Released (for one cycle, then chosen afresh) once any other pod started there
-        since (a group of higher priority may use the room): it may no longer free up.
-        Without renewal a 128-GPU gang behind hours-long jobs lost its room every 300 s
-        to small groups and never started in the simulator."""
+        """A reservation past its time, renewed in place while everything in its way was
+        there when it was taken, or was let in by backfill since (it ends by the
+        reservation's start): the room frees up for sure. Released (for one cycle, then
+        chosen afresh) once any other pod started there since (a group of higher
+        priority may use the room): it may no longer free up. Without renewal a 128-GPU
+        gang behind hours-long jobs lost its room every 300 s to small groups and never
+        started in the simulator."""
         held = hold.nomination
         if held.reason != RESERVED or not hold.nodes:
             return None
@@ -115,12 +124,19 @@ class Reservations:
             unit.group != holder
             and unit.started > held.since
             and not inside.isdisjoint(unit.nodes)
-            and not self._on_loan(unit, holder, hold)
+            and not hold.takes_backfill(self._end_of(unit))
             for unit in self._units_near(near)
         ):
             return None
         timeout = self.config.nomination_timeout_seconds
-        return Nomination(held.nodes, RESERVED, held.since, self.now + timeout)
+        return replace(held, expires=self.now + timeout)
+
+    def _end_of(self, unit: Unit) -> float | None:
+        """When the unit reaches its group's runtime limit (None: no limit)."""
+        index = self.state.index
+        group = index.groups.get(unit.group) if unit.group is not None else None
+        limit = limit_of(group, index.queues)
+        return unit.started + limit if limit is not None and unit.ran else None
 
     def _units_near(self, near: frozenset[str]) -> tuple[Unit, ...]:
         """`build_units` of the groups with a pod on these nodes, built once a cycle per
@@ -134,62 +150,22 @@ class Reservations:
             )
         return units
 
-    def _on_loan(self, unit: Unit, holder: GroupKey, hold: Hold) -> bool:
-        """Was the unit, which runs on the reservation's nodes, lent the room (started
-        since it was reserved, by a group the holder lends to)?"""
-        key = unit.group
-        group = self.state.index.groups.get(key) if key is not None else None
-        if key is None or group is None or unit.started <= hold.nomination.since:
-            return False
-        return hold.lends_to(holder, Placed(key, unit.queue, unit.priority, group.creation))
-
-    def _take_back(self, failure: Failure) -> Found | None:
-        """A gang holding a starvation reservation, once nothing but the groups it lent
-        the room to is in its way (`Hold.lends_to`): evict them and take the room. While
-        other work is still in the way, none is evicted: the loans cost the gang nothing.
-        The search sees only the units on the held nodes (as `_renewed`): building every
-        unit of a busy cluster each cycle the gang waits would cost more than the search."""
-        holder = failure.work.key
-        hold = self.holds.by_group.get(holder)
-        if hold is None or not hold.lends or hold.nomination.reason != RESERVED:
-            return None
-        index, inside = self.state.index, frozenset(hold.nodes)
-        near = frozenset(index.nodes[i].name for i in hold.nodes)
-        taken = {_identity(u) for u in self.units if id(u) in self._taken} if self._taken else set()
-        loans = tuple(
-            u
-            for u in self._units_near(near)
-            if _identity(u) not in taken
-            and not inside.isdisjoint(u.nodes)
-            and self._on_loan(u, holder, hold)
-        )
-        if not loans:
-            return None
-        finder = Finder(self.state, lambda: loans, self.finder.bounds)
-        finder.leaving = list(self.finder.leaving)
-        found = finder.find(
-            failure.request, failure.route, lambda _: True, within_spare, self._work_cost,
-            prefer=inside,
-        )  # fmt: skip
-        if found is None or not found.units:
-            return None
-        chosen = {_identity(u) for u in found.units}
-        return replace(found, units=tuple(u for u in self.units if _identity(u) in chosen))
-
     def _expired(self, work: GroupWork) -> bool:
         """The gang's recorded hold ran out and was not renewed (`_renewed`)."""
         held = work.group.nomination if work.group is not None else None
         return held is not None and not held.live(self.now) and work.key not in self.nominations
 
-    def _hold(self, work: GroupWork, nodes: tuple[int, ...], reason: str) -> Nomination:
+    def _hold(
+        self, work: GroupWork, nodes: tuple[int, ...], reason: str, start: float | None = None
+    ) -> Nomination:
         """Hold `nodes` for the group, keeping the times of a hold it already has."""
         names = tuple(NodeName(self.state.index.nodes[i].name) for i in nodes)
         old = self.nominations.get(work.key)
         if old is not None and old.reason == reason and set(old.nodes) & set(names):
-            nomination = Nomination(names, reason, old.since, old.expires)
+            nomination = Nomination(names, reason, old.since, old.expires, old.start)
         else:
             timeout = self.config.nomination_timeout_seconds
-            nomination = Nomination(names, reason, self.now, self.now + timeout)
+            nomination = Nomination(names, reason, self.now, self.now + timeout, start)
         self.holds.add(work.key, self._hold_of(work, nodes, nomination))
         self.nominations[work.key] = nomination
         return nomination
@@ -205,18 +181,54 @@ class Reservations:
         return Problem(problem.code, problem.reason, problem.message + _reserved_note(held))
 
     def _reserve(self, failure: Failure, problem: Problem) -> Problem:
-        """Starvation protection: hold the room where least running work is in the way."""
+        """Hold room for the gang: from its expected start, if it is the first of its
+        queue that waits and its start is known; else, once it starves, where the least
+        running work is in its way."""
         work = failure.work
         held = self.nominations.get(work.key)
         if held is not None and held.reason == RESERVED:
+            self._move_earlier(failure, held)
             return self._keep_reservation(work, problem)
         if held is not None:  # a preemption hold that no longer leads anywhere
             self.holds.drop(work.key)
             del self.nominations[work.key]
-        waited = self.now - work.creation
-        if waited < self.config.starvation_seconds or self._reserving():
+        if self._reserving(work.queue):
             return problem
-        if not self._passed_by(work):
+        start = self._start_of(failure)
+        if start.at is not None and start.placement is not None:
+            nodes = tuple(sorted({node for _, node in start.placement.assignments}))
+            nomination = self._hold(work, nodes, RESERVED, start.at)
+            return replace(problem, message=problem.message + _reserved_note(nomination))
+        return self._starving(failure, problem)
+
+    def _move_earlier(self, failure: Failure, held: Nomination) -> None:
+        """A reservation follows the work in its way as it ends before its limits: its
+        start is worked out again every cycle, and where the gang can now start earlier,
+        the reservation moves there (as Slurm's backfill plans afresh each pass). It never
+        moves later: what was let in by backfill ends by the old start, so the promise
+        holds; only a group of higher priority or a lost node could push it back."""
+        if held.start is None:
+            return
+        work = failure.work
+        self.holds.drop(work.key)
+        start = self._start_of(failure)
+        if start.at is not None and start.placement is not None and start.at < held.start:
+            nodes = tuple(sorted({node for _, node in start.placement.assignments}))
+            names = tuple(NodeName(self.state.index.nodes[i].name) for i in nodes)
+            moved = replace(held, nodes=names, start=start.at)
+        else:
+            position = self.state.index.node_position
+            nodes = tuple(sorted(position[n] for n in held.nodes if n in position))
+            moved = held
+        self.holds.add(work.key, self._hold_of(work, nodes, moved))
+        self.nominations[work.key] = moved
+
+    def _starving(self, failure: Failure, problem: Problem) -> Problem:
+        """Starvation protection where no start is known: hold the room where least
+        running work is in the way."""
+        work = failure.work
+        waited = self.now - work.creation
+        if waited < self.config.starvation_seconds or not self._passed_by(work):
             return problem
         key, fruitless = self._room_key(failure), self._no_room_now()
         if key in fruitless:
@@ -235,7 +247,41 @@ class Reservations:
                 self._no_room = (self.state.generation, fruitless | {key})
             return problem
         nomination = self._hold(work, found.nodes, RESERVED)
-        return Problem(problem.code, problem.reason, problem.message + _reserved_note(nomination))
+        return replace(problem, message=problem.message + _reserved_note(nomination))
+
+    def _start_of(self, failure: Failure) -> Start:
+        """Where and when the gang can start earliest, from the runtime limits of what
+        runs."""
+        if failure.request.anchors:
+            return Start(None, None, ())
+        return earliest_start(self.state, failure.request, self.occupants_now(), self.now)
+
+    def occupants_now(self) -> list[Occupant]:
+        """What leaves the cluster, by end: pods leaving (terminating, or victims of this
+        cycle) now, then the running groups with a runtime limit."""
+        leaving = list(self.finder.leaving)
+        gone = {pod.key for pod, _ in leaving}
+        occupants = [Occupant(None, tuple(leaving), self.now)] if leaving else []
+        for occupant in self.occupants:
+            pods = tuple(pair for pair in occupant.pods if pair[0].key not in gone)
+            if pods:
+                occupants.append(replace(occupant, pods=pods) if gone else occupant)
+        return occupants
+
+    @property
+    def occupants(self) -> list[Occupant]:
+        """The running gangs that leave at their runtime limit, by end (built once a cycle;
+        the groups placed this cycle are added by `placed`)."""
+        if self._occupants is None:
+            self._occupants = running_occupants(self.state.index, self.now)
+        return self._occupants
+
+    def placed(self, work: GroupWork, bound: Sequence[tuple[PodInfo, int]]) -> None:
+        """A group placed this cycle: it leaves at its limit from now, if it has one."""
+        limit = limit_of(work.group, self.state.index.queues)
+        if limit is not None and bound and self._occupants is not None:
+            occupant = Occupant(work.key, tuple(bound), self.now + limit)
+            bisect.insort(self._occupants, occupant, key=attrgetter("end"))
 
     def _room_key(self, failure: Failure) -> object | None:
         """What the reservation search depends on besides the state: the gang's pod
@@ -272,16 +318,12 @@ class Reservations:
             for unit in self.units
         )  # fmt: skip
 
-    def _reserving(self) -> bool:
-        """One reservation at a time: the first starving gang (highest priority, then
-        oldest) holds room; reserving for every starving gang could hold the whole
-        cluster while each waits for the others' room."""
-        return any(held.reason == RESERVED for held in self.nominations.values())
-
-
-def _identity(unit: Unit) -> tuple[str, bool]:
-    """What tells a unit apart across two builds of the units (`_take_back`)."""
-    return unit.key, unit.whole
+    def _reserving(self, queue: str) -> bool:
+        """One reservation per queue at a time: its first gang that waits (highest
+        priority, then oldest) holds room; reserving for every waiting gang could hold the
+        whole cluster while each waits for the others' room."""
+        return any(held.reason == RESERVED and self.holds.by_group[key].queue == queue
+                   for key, held in self.nominations.items() if key in self.holds.by_group)
 
 
 def own_policy(work: GroupWork) -> str | None:
@@ -299,4 +341,8 @@ def class_of(work: GroupWork) -> str | None:
 
 
 def _reserved_note(nomination: Nomination) -> str:
-    return f"; it waited long: {len(nomination.nodes)} nodes are reserved for it"
+    count = len(nomination.nodes)
+    if nomination.start is None:
+        return f"; it waited long: {count} nodes are reserved for it"
+    when = datetime.fromtimestamp(nomination.start, UTC).strftime("%H:%M")
+    return f"; {count} nodes are reserved for it from {when} UTC"

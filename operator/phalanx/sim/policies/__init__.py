@@ -7,6 +7,8 @@
   (Volcano's `gang` plugin plus its `binpack` plugin).
 - `phalanx-by-size`: the core as shipped, but victims chosen by size (fewest GPUs)
   rather than by the work they lose (`SchedulerConfig.weigh_work_lost`).
+- `phalanx-nobackfill`: the core as shipped, but room reserved for a waiting gang is
+  kept for it alone (`SchedulerConfig.backfill` off).
 - `kube-default`: kube-scheduler's default profile, pod by pod (`kube_default`),
   with its DefaultPreemption (`kube_preemption`).
 - `kueue-like`: Kueue's ClusterQueues in one cohort (nominal quota, borrowing, Classic
@@ -33,10 +35,12 @@ POLICIES = (
     "gang-spread",
     "gang-binpack",
     "phalanx-by-size",
+    "phalanx-nobackfill",
 )
 CORE_POLICIES: dict[str, tuple[bool, Literal["binpack", "spread"]]] = {
     "phalanx": (True, "binpack"),
     "phalanx-by-size": (True, "binpack"),
+    "phalanx-nobackfill": (True, "binpack"),
     "gang-spread": (False, "spread"),
     "gang-binpack": (False, "binpack"),
 }

@@ -11,7 +11,9 @@ state change, so a cycle pays for the snapshot's own indexing and for
   `gang` plugin (all or nothing, minMember) with its `binpack` plugin (fill
   the most allocated nodes first);
 - `phalanx-by-size`: `phalanx` with `weigh_work_lost=False`: victims chosen by size,
-  as before the work they lose was weighed (the checkpoints workload compares them).
+  as before the work they lose was weighed (the checkpoints workload compares them);
+- `phalanx-nobackfill`: `phalanx` with `backfill=False`: reserved room kept idle for
+  its gang.
 All three run the core's preemption and reclaim: the engine carries out
 `CycleResult.evictions` (each victim job restarts), and the room the core holds
 for a group (`GroupDecision.nomination`) is handed back in the group's next
@@ -34,6 +36,7 @@ from typing import Literal
 from phalanx.cluster import labels
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.eviction import EvictionReason
 from phalanx.core.model.inputs import (
     PREEMPT_NEVER,
     GroupInfo,
@@ -45,7 +48,7 @@ from phalanx.core.model.inputs import (
     TopologySpec,
 )
 from phalanx.core.model.names import CPU, GPU, MEMORY, PODS
-from phalanx.core.model.nomination import Nomination
+from phalanx.core.model.nomination import RESERVED, Nomination
 from phalanx.core.model.result import CycleResult
 from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.picture import Snapshot
@@ -137,8 +140,9 @@ class CorePolicy:
             topology_aware=topology_aware,
             node_order=node_order,
             explain_preemption=False,
-            fragmentation_aware=name in ("phalanx", "phalanx-by-size"),
+            fragmentation_aware=name.startswith("phalanx"),
             weigh_work_lost=name != "phalanx-by-size",
+            backfill=name != "phalanx-nobackfill",
         )
         self._nodes = node_infos(cluster)
         self._topologies = (topology_spec(cluster),) if cluster.levels else ()
@@ -176,6 +180,7 @@ class CorePolicy:
             scheduler_seconds=finished - prepared,
             prepare_seconds=prepared - started,
             evictions=evictions,
+            expected_starts=reserved_starts(result),
         )
 
     def snapshot(self, view: SchedulingView) -> tuple[Snapshot, dict[str, str]]:
@@ -226,7 +231,11 @@ class CorePolicy:
     def _evictions(self, result: CycleResult) -> list[PodEviction]:
         """Pods the core evicts, as (job, node); each victim job restarts, so its pods
         are built afresh when it runs again."""
-        evictions = [PodEviction(*self._bound_nodes[e.pod]) for e in result.evictions]
+        evictions = [
+            PodEviction(*self._bound_nodes[e.pod], cause=str(e.reason))
+            for e in result.evictions
+            if e.reason is not EvictionReason.RUNTIME_LIMIT  # the engine stops those itself
+        ]
         for job in {e.job for e in evictions}:
             self._unbind(job)
         return evictions
@@ -255,6 +264,7 @@ class CorePolicy:
                 queue=spec.queue,
                 creation=spec.arrival,
                 checkpoint_interval_seconds=spec.checkpoint_interval_seconds,
+                runtime_limit_seconds=spec.runtime_limit_seconds,
             )
             waiting = tuple(self._pod(spec, i) for i in range(spec.pods))
             pod_job = {str(pod.key): spec.name for pod in waiting}
@@ -303,3 +313,14 @@ class CorePolicy:
             gpu_milli=spec.gpu_milli_per_pod,
             gpu_devices=devices,
         )
+
+
+def reserved_starts(result: CycleResult) -> dict[str, float]:
+    """The start of each job holding a reservation: when it is expected to start."""
+    prefix = NAMESPACE + "/"
+    return {
+        d.group.removeprefix(prefix): d.nomination.start
+        for d in result.groups
+        if d.nomination is not None and d.nomination.reason == RESERVED
+        and d.nomination.start is not None
+    }

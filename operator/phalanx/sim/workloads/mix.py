@@ -8,6 +8,17 @@ trace (sizes, durations, offered load) and changes only who is urgent and who pa
   brings a batch of urgent jobs.
 - `queues`: each job goes to a queue at random by the queues' `share`; a queue's
   `guarantee` and `capability` are in GPUs, `reclaimable` defaults to true.
+- `limits`: each job declares a runtime limit, as users do: the runtime it could take
+  (its runtime at full speed times `slack`, the slowdown of the widest span, 1.7:
+  `phalanx.sim.slowdown`), divided by an accuracy drawn uniformly from `accuracy`
+  ([0.1, 1.0]: actual over requested runtime is spread near uniformly over (0, 1] in
+  the Parallel Workloads Archive logs, Mu'alem and Feitelson, "Utilization,
+  predictability, workloads, and user runtime estimates in scheduling the IBM SP2
+  with backfilling", IEEE TPDS 12(6), 2001), then rounded up to a value users pick (15
+  minutes, 30 minutes, 1, 2, 4, 8, 12, 24 or 48 hours, then whole days: most requests
+  are one of a few round values, Tsafrir, Etsion and Feitelson, "Modeling user
+  runtime estimates", JSSPP 2005). `exact: true` declares the runtime times `slack`
+  itself; a `noLimitShare` of the jobs declares none.
 - `checkpoints`: a `share` of the jobs, picked at random, save their progress every
   `intervalSeconds` (drawn uniformly from the `[low, high]` given), as a training job
   that checkpoints on a timer; an eviction then loses only the work since the last save.
@@ -15,12 +26,14 @@ trace (sizes, durations, offered load) and changes only who is urgent and who pa
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from phalanx.sim.model import JobSpec, SimQueue
+from phalanx.sim.workloads.alibaba import NEVER
 
 SALT = 7919
 """Offsets the seed so the mix's draws do not repeat the base generator's."""
@@ -57,6 +70,10 @@ def apply_mix(jobs: Sequence[JobSpec], spec: Mapping[str, Any], seed: int) -> li
     checkpoints = spec.get("checkpoints")
     if checkpoints:  # drawn apart: the priorities and queues stay those without them
         mixed = _checkpoint(mixed, checkpoints, random.Random(seed * SALT + 1))
+    limits = spec.get("limits")
+    if limits:  # drawn apart too
+        mixed = [_limit(job, limits, rng) for rng in (random.Random(seed * SALT + 2),)
+                 for job in mixed]
     return sorted(mixed, key=lambda j: (j.arrival, j.name))
 
 
@@ -82,3 +99,28 @@ def _prioritise(jobs: list[JobSpec], spec: Mapping[str, Any], rng: random.Random
         for index in members:
             out[index] = replace(jobs[index], priority=high, arrival=arrival)
     return out
+
+
+ROUND_SECONDS = (900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800)
+"""Runtime limits users pick (`limits`); above the last, whole days."""
+
+
+def _limit(job: JobSpec, spec: Mapping[str, Any], rng: random.Random) -> JobSpec:
+    """The job with the runtime limit its user declares (`limits`: module docstring)."""
+    no_limit = float(spec.get("noLimitShare", 0.0))
+    low, high = (float(x) for x in spec.get("accuracy", (0.1, 1.0)))
+    accuracy = rng.uniform(low, high)  # drawn for every job: the variants share draws
+    if rng.random() < no_limit or job.duration >= NEVER:  # jobs that never end declare none
+        return job
+    need = job.duration * float(spec.get("slack", 1.7))
+    if bool(spec.get("exact", False)):
+        return replace(job, runtime_limit_seconds=math.ceil(need))
+    return replace(job, runtime_limit_seconds=round_up(need / accuracy))
+
+
+def round_up(seconds: float) -> int:
+    """The first round value at or above `seconds`."""
+    for value in ROUND_SECONDS:
+        if seconds <= value:
+            return value
+    return math.ceil(seconds / 86400) * 86400

@@ -1,0 +1,189 @@
+"""When a waiting gang can start, played forward from the runtime limits of what runs.
+
+Every running gang with a limit leaves at its start plus its limit (`Occupant.end`);
+pods already terminating leave now; work with no limit never leaves. A gang can start
+once enough of the occupants, taken in the order they end, are gone for `place_gang`
+itself to place it, with every rule of a placement (topology, holds, shapes). Taking
+more occupants away only frees room, so the fewest that suffice is found by bisection:
+a dozen placements for a thousand running gangs. Its start is the end of the last of
+them; the gangs it waits for are those of them on the nodes it would use. A gang that
+needs work with no limit gone has no estimate (`Start.at` None): unknown, never made up.
+
+`expected_starts` estimates the waiting gangs in turn, each planned onto its room from
+its start as an occupant in its own right (until its own limit ends, or for ever), so
+a later gang never counts on room an earlier one is expected to take: Slurm's
+conservative backfill plan, and its `squeue --start`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from phalanx.core.model.inputs import PodInfo
+from phalanx.core.model.names import GroupKey
+from phalanx.core.model.result import ExpectedStart
+from phalanx.core.placement.gang import GangPlacement, GangRequest, place_gang
+from phalanx.core.placement.state import CycleState
+from phalanx.core.snapshot.index import ClusterIndex
+from phalanx.core.timeline.limits import limit_of, started
+from phalanx.topology.tree import ROOT_LEVEL
+
+
+@dataclass(frozen=True, slots=True)
+class Occupant:
+    """Pods (with their node indices) that leave together at `end`."""
+
+    group: GroupKey | None
+    pods: tuple[tuple[PodInfo, int], ...]
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """`at` None: it needs work with no limit gone. `placement`: where it would go."""
+
+    at: float | None
+    placement: GangPlacement | None
+    waits_for: tuple[GroupKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A gang to estimate: its request, and its own limit (None: none)."""
+
+    key: GroupKey
+    request: GangRequest
+    limit: int | None
+
+
+def earliest_start(
+    state: CycleState, request: GangRequest, occupants: Sequence[Occupant], now: float
+) -> Start:
+    """`occupants` sorted by end. The state is left as it was."""
+    placed = _fits(state, request, occupants, len(occupants))
+    if placed is None:
+        return Start(None, None, ())
+    low, high = 0, len(occupants)  # the gang fits with the first `high` gone
+    while low < high:
+        middle = (low + high) // 2
+        found = _fits(state, request, occupants, middle)
+        if found is None:
+            low = middle + 1
+        else:
+            high, placed = middle, found
+    at = max(now, occupants[high - 1].end) if high else now
+    nodes = {node for _, node in placed.assignments}
+    waits_for = sorted({o.group for o in occupants[:high]
+                        if o.group is not None and any(n in nodes for _, n in o.pods)})
+    return Start(at, placed, tuple(waits_for))
+
+
+def _fits(
+    state: CycleState, request: GangRequest, occupants: Sequence[Occupant], gone: int
+) -> GangPlacement | None:
+    """Where the gang goes with the first `gone` occupants away (nothing kept)."""
+    for occupant in occupants[:gone]:
+        for pod, node in occupant.pods:
+            state.unplace(node, pod)
+    placed = place_gang(state, request)
+    if placed is not None:
+        for pod, node in placed.assignments:
+            state.unplace(node, pod)
+    for occupant in occupants[:gone]:
+        for pod, node in occupant.pods:
+            state.place(node, pod)
+    return placed
+
+
+def expected_starts(
+    state: CycleState,
+    waiting: Sequence[Waiting],
+    occupants: Sequence[Occupant],
+    now: float,
+    depth: int,
+    holds: Mapping[GroupKey, Sequence[int]],
+) -> list[ExpectedStart]:
+    """One estimate per waiting gang, in the order given (the order they are placed in);
+    past the first `depth`, none (said so). `holds`: the nodes held for each group (every
+    hold is on; a gang's own is lifted while it is estimated). The state is left as it
+    was."""
+    plan = sorted(occupants, key=_END)
+    planned: list[tuple[PodInfo, int]] = []
+    found: list[ExpectedStart] = []
+    try:
+        for position, gang in enumerate(waiting):
+            if position >= depth:
+                message = f"not estimated: behind the first {depth} waiting gangs"
+                found.append(ExpectedStart(gang.key, None, (), message))
+                continue
+            own = holds.get(gang.key, ())
+            for node in own:
+                state.hold(node, -1)
+            start = earliest_start(state, gang.request, plan, now)
+            for node in own:
+                state.hold(node)
+            found.append(_expected(state, gang, start, now))
+            if start.placement is None or start.at is None:
+                continue
+            for pod, node in start.placement.assignments:  # its room, from its start on
+                state.place(node, pod)
+                planned.append((pod, node))
+            if gang.limit is not None:
+                occupant = Occupant(gang.key, start.placement.assignments, start.at + gang.limit)
+                bisect.insort(plan, occupant, key=_END)
+    finally:
+        for pod, node in planned:
+            state.unplace(node, pod)
+    return found
+
+
+def _END(occupant: Occupant) -> float:
+    return occupant.end
+
+
+def _expected(state: CycleState, gang: Waiting, start: Start, now: float) -> ExpectedStart:
+    if start.at is None or start.placement is None:
+        message = ("start unknown: it needs room held by work with no runtime limit"
+                   if start.placement is None or start.at is None else "")
+        return ExpectedStart(gang.key, None, (), message)
+    where = _where(state, gang.request, start.placement)
+    count = len(start.waits_for)
+    if count == 0:
+        message = f"expected to start by {_clock(start.at)} UTC{where}"
+    else:
+        noun = "gang reaches its limit" if count == 1 else "gangs reach their limits"
+        message = f"expected to start by {_clock(start.at)} UTC, when {count} {noun}{where}"
+    return ExpectedStart(gang.key, start.at, start.waits_for, message)
+
+
+def _where(state: CycleState, request: GangRequest, placement: GangPlacement) -> str:
+    if placement.level == ROOT_LEVEL:
+        return ""
+    tree = state.tree(request.topology)
+    return f" in {tree.levels[placement.level]} {tree.name(placement.domain)}"
+
+
+def _clock(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%H:%M")
+
+
+def running_occupants(index: ClusterIndex, now: float) -> list[Occupant]:
+    """The running groups that leave at their runtime limit (from their start), by end;
+    their terminating pods left out (they are leaving already: the caller counts them
+    as gone now). Groups with no limit never leave, and are not occupants."""
+    position, queues = index.node_position, index.queues
+    found: list[Occupant] = []
+    for key, group, _, running in index.evictable_groups:
+        limit = limit_of(group, queues)
+        began = started(running)
+        if limit is None or began is None:
+            continue
+        pods = tuple((p, position[p.node_name]) for p in running
+                     if not p.terminating and p.node_name in position)  # fmt: skip
+        if pods:
+            found.append(Occupant(key, pods, max(now, began + limit)))
+    found.sort(key=_END)
+    return found
