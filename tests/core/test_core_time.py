@@ -1,0 +1,101 @@
+"""Time in a cycle: runtime limits (enforced, defaulted, capped by the queue), the start
+each waiting gang is expected by, and the reservation the first waiting gang of a queue
+holds from its expected start."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core_builders import decision, group, node, pod, snapshot_of
+
+from phalanx.core import CycleResult, QueueInfo, SchedulerConfig, run_cycle
+
+
+def running(name: str, node_name: str, started: float, limit: int | None,
+            gpus: int = 8, queue: str = "default") -> list[object]:  # fmt: skip
+    return [pod(f"{name}-0", gpus=gpus, group=name, node_name=node_name, started_at=started),
+            group(name, 1, runtime_limit_seconds=limit, queue=queue)]  # fmt: skip
+
+
+def waiting(name: str, gpus: int = 8, limit: int | None = None, creation: float = 0.0,
+            queue: str = "default") -> list[object]:  # fmt: skip
+    return [pod(f"{name}-0", gpus=gpus, group=name),
+            group(name, 1, runtime_limit_seconds=limit, creation=creation, queue=queue)]
+
+
+def cycle(*items: object, now: float, estimate: bool = False,
+          config: SchedulerConfig | None = None) -> CycleResult:  # fmt: skip
+    flat: list[object] = []
+    for item in items:
+        flat.extend(item if isinstance(item, list) else [item])
+    return run_cycle(snapshot_of(flat), config, now, estimate=estimate)
+
+
+def test_a_gang_past_its_runtime_limit_is_evicted_with_the_reason() -> None:
+    gang = running("job", "n0", started=100.0, limit=600)
+    assert cycle([node("n0")], gang, now=699.0).evictions == ()
+    (eviction,) = cycle([node("n0")], gang, now=700.0).evictions
+    assert (eviction.pod, eviction.reason, eviction.preemptor) == (
+        "default/job-0", "RuntimeLimitExceeded", "default/job")
+    assert "ran past its runtime limit of 600s (started at 00:01 UTC)" in eviction.message
+
+
+def test_a_queue_gives_its_default_else_its_maximum_and_refuses_more() -> None:
+    default = QueueInfo("default", default_runtime_limit_seconds=300,
+                        max_runtime_limit_seconds=900)  # fmt: skip
+    unset = running("job", "n0", started=0.0, limit=None)
+    assert cycle([node("n0")], default, unset, now=300.0).evictions != ()
+    capped = QueueInfo("default", max_runtime_limit_seconds=900)
+    assert cycle([node("n0")], capped, unset, now=899.0).evictions == ()
+    assert cycle([node("n0")], capped, unset, now=900.0).evictions != ()
+    greedy = cycle([node("n0")], capped, waiting("greedy", limit=3600), now=0.0)
+    refused = decision(greedy, "default/greedy")
+    assert refused.reason == "InvalidSpec" and not greedy.bindings
+    assert "runtimeLimitSeconds 3600 is above the maxRuntimeLimitSeconds 900" in refused.message
+
+
+def test_each_waiting_gang_is_expected_when_the_work_in_its_way_reaches_its_limit() -> None:
+    """n0 frees at 1000, n1 at 2000: the first gang is expected at 1000 (waiting for
+    `a`), the second, which cannot count on n0 (the first takes it, for ever: it has no
+    limit), at 2000."""
+    nodes = [node("n0"), node("n1")]
+    result = cycle(nodes, running("a", "n0", 0.0, 1000), running("b", "n1", 0.0, 2000),
+                   waiting("first", creation=1.0), waiting("second", creation=2.0),
+                   now=10.0, estimate=True)  # fmt: skip
+    starts = {e.group: e for e in result.expected_starts}
+    first, second = starts["default/first"], starts["default/second"]
+    assert (first.at, first.waits_for) == (1000.0, ("default/a",))
+    assert "expected to start by 00:16 UTC, when 1 gang reaches its limit" in first.message
+    assert (second.at, second.waits_for) == (2000.0, ("default/b",))
+    plain = cycle(nodes, running("a", "n0", 0.0, 1000), running("b", "n1", 0.0, 2000),
+                  waiting("first", creation=1.0), now=10.0)  # fmt: skip
+    assert plain.expected_starts == ()
+
+
+def test_a_gang_behind_work_with_no_limit_has_no_estimate() -> None:
+    result = cycle([node("n0")], running("forever", "n0", 0.0, None), waiting("next"),
+                   now=10.0, estimate=True)  # fmt: skip
+    (expected,) = result.expected_starts
+    assert expected.at is None and "no runtime limit" in expected.message
+
+
+def test_the_first_waiting_gang_reserves_its_room_from_its_expected_start() -> None:
+    """No waiting past starvation_seconds: with limits to plan with, the room n0 frees at
+    1000 is reserved for `big` at once; a 2-GPU job that would end at 1010 is kept
+    out of it, one that ends at 510 backfills it."""
+    nodes = [node("n0"), node("n1")]
+    work = [running("a", "n0", 0.0, 1000, gpus=6), running("b", "n1", 0.0, 5000)]
+    result = cycle(nodes, *work, waiting("big", creation=1.0), now=10.0)
+    held = decision(result, "default/big").nomination
+    assert held is not None and held.reason == "Reserved"
+    assert (held.nodes, held.start) == (("n0",), 1000.0)
+    big = replace(group("big", 1, creation=1.0), nomination=held)
+    late = [pod("late-0", gpus=2, group="late"),
+            group("late", 1, runtime_limit_seconds=1000, creation=5.0)]  # fmt: skip
+    kept = cycle(nodes, *work, pod("big-0", gpus=8, group="big"), big, late, now=10.0)
+    assert not kept.bindings
+    assert "reserved for default/big from 00:16 UTC" in decision(kept, "default/late").message
+    early = [pod("late-0", gpus=2, group="late"),
+             group("late", 1, runtime_limit_seconds=500, creation=5.0)]  # fmt: skip
+    backfilled = cycle(nodes, *work, pod("big-0", gpus=8, group="big"), big, early, now=10.0)
+    assert [(b.pod, b.node) for b in backfilled.bindings] == [("default/late-0", "n0")]
