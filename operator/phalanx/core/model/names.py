@@ -64,6 +64,9 @@ SCHEDULE_TIMEOUT_ANNOTATION = "scheduling.phalanx.io/schedule-timeout-seconds"
 CHECKPOINTED_AT_ANNOTATION = "scheduling.phalanx.io/checkpointed-at"
 # on a workload or Kubernetes' PodGroup: spec.checkpointIntervalSeconds of its gang
 CHECKPOINT_INTERVAL_ANNOTATION = "scheduling.phalanx.io/checkpoint-interval-seconds"
+# on a workload or Kubernetes' PodGroup: spec.runtimeLimitSeconds of its gang (the longest
+# it runs before it is evicted)
+RUNTIME_LIMIT_ANNOTATION = "scheduling.phalanx.io/runtime-limit-seconds"
 GANG_SCOPE_ANNOTATION = "scheduling.phalanx.io/gang-scope"  # on a workload: its gangs
 MIN_MEMBER_ANNOTATION = "scheduling.phalanx.io/min-member"  # on a workload: its gang minimum
 

@@ -22,6 +22,7 @@ from phalanx.core.model.names import (
     PREFERRED_ANNOTATION,
     PRIORITY_CLASS_ANNOTATION,
     REQUIRED_ANNOTATION,
+    RUNTIME_LIMIT_ANNOTATION,
     SCHEDULE_TIMEOUT_ANNOTATION,
     SUBGROUP_LEVEL_ANNOTATION,
     SUBGROUP_SIZE_ANNOTATION,
@@ -42,6 +43,7 @@ class GroupAnnotations:
     schedule_timeout_seconds: int | None = None
     checkpoint_interval_seconds: int | None = None
     checkpointed_at: float | None = None
+    runtime_limit_seconds: int | None = None
 
     @property
     def has_topology(self) -> bool:
@@ -67,8 +69,9 @@ def read_group_annotations(reader: Reader) -> GroupAnnotations:
         preferred=preferred,
         sub_group=_sub_group(reader, annotations),
         schedule_timeout_seconds=_seconds(reader, annotations, SCHEDULE_TIMEOUT_ANNOTATION),
-        checkpoint_interval_seconds=_interval(reader, annotations),
+        checkpoint_interval_seconds=_positive(reader, annotations, CHECKPOINT_INTERVAL_ANNOTATION),
         checkpointed_at=read_checkpointed_at(reader),
+        runtime_limit_seconds=_positive(reader, annotations, RUNTIME_LIMIT_ANNOTATION),
     )
 
 
@@ -104,12 +107,13 @@ def _seconds(reader: Reader, annotations: Mapping[str, str], key: str) -> int | 
     return seconds
 
 
-def _interval(reader: Reader, annotations: Mapping[str, str]) -> int | None:
-    """A checkpoint interval: a whole number of seconds >= 1 (as the CRD's field)."""
-    seconds = _seconds(reader, annotations, CHECKPOINT_INTERVAL_ANNOTATION)
+def _positive(reader: Reader, annotations: Mapping[str, str], key: str) -> int | None:
+    """A whole number of seconds >= 1 (as the CRD's field: a checkpoint interval, a
+    runtime limit)."""
+    seconds = _seconds(reader, annotations, key)
     if seconds == 0:
         message = f"expected an integer from 1 to {MAX_INT32}, got '0'"
-        raise reader.error(annotation_field(CHECKPOINT_INTERVAL_ANNOTATION), message)
+        raise reader.error(annotation_field(key), message)
     return seconds
 
 

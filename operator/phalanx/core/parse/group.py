@@ -39,6 +39,7 @@ def parse_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         placed_nodes=read_placed_nodes(obj),
         checkpointed_at=read_checkpointed_at(reader),
         checkpoint_interval_seconds=reader.integer("spec.checkpointIntervalSeconds", minimum=1),
+        runtime_limit_seconds=reader.integer("spec.runtimeLimitSeconds", minimum=1),
     )
 
 

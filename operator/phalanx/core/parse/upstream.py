@@ -8,8 +8,8 @@ v1alpha2 on 1.36; the fields below mean the same in each, and the core never see
 within. `priority` and `preemptionPolicy` are the group's own (they win over its
 PriorityClass); `disruptionMode` says whether a running group loses pods one at a time
 (`single`; 1.36's "Pod") or only all together (`all`; 1.36's "PodGroup"). What that API
-cannot say (queue, preferred level, sub-groups, a schedule timeout) comes from Phalanx's
-annotations on the same object. A child of a CompositePodGroup names it
+cannot say (queue, preferred level, sub-groups, a schedule timeout, a runtime limit)
+comes from Phalanx's annotations on the same object. A child of a CompositePodGroup names it
 (`parentCompositePodGroupName`) and is folded into it (`composite`). A spec field Phalanx
 does not act on is named in an InvalidSpec condition rather than dropped unseen.
 """
@@ -91,6 +91,7 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         parent=reader.string("spec.parentCompositePodGroupName") or None,
         checkpointed_at=annotations.checkpointed_at,
         checkpoint_interval_seconds=annotations.checkpoint_interval_seconds,
+        runtime_limit_seconds=annotations.runtime_limit_seconds,
     )
 
 
