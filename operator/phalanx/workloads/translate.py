@@ -14,12 +14,13 @@ from typing import Any
 from phalanx.core.model.names import (
     COMPONENT,
     GROUP_VERSION,
+    KUEUE_MAX_EXEC_TIME_LABEL,
     KUEUE_PREFERRED_ANNOTATION,
     KUEUE_REQUIRED_ANNOTATION,
     MANAGED_BY_LABEL,
     QUEUE_KEY,
 )
-from phalanx.core.model.quantity import MAX_INT32
+from phalanx.core.model.quantity import MAX_INT32, whole_number
 from phalanx.core.parse.annotations import (
     GroupAnnotations,
     annotation_field,
@@ -111,6 +112,9 @@ def _pod_group(
         spec["scheduleTimeoutSeconds"] = settings.schedule_timeout_seconds
     if settings.checkpoint_interval_seconds is not None:
         spec["checkpointIntervalSeconds"] = settings.checkpoint_interval_seconds
+    limit = _runtime_limit(reader, settings, gang)
+    if limit is not None:
+        spec["runtimeLimitSeconds"] = limit
     return {
         "apiVersion": GROUP_VERSION,
         "kind": "PodGroup",
@@ -122,6 +126,73 @@ def _pod_group(
         },
         "spec": spec,
     }
+
+
+def _runtime_limit(reader: Reader, settings: GroupAnnotations, gang: Gang) -> int | None:
+    """The gang's runtime limit, the first of: the workload's annotation
+    `scheduling.phalanx.io/runtime-limit-seconds`; Kueue's label
+    `kueue.x-k8s.io/max-exec-time-seconds`; the Job's `spec.activeDeadlineSeconds` (a
+    JobSet's: its gang's replicated jobs', the smallest); the smallest
+    `spec.activeDeadlineSeconds` of the gang's pod templates. Kubernetes counts a Job's
+    deadline from the Job's start and a pod's from the pod's, both no later than the gang's
+    start, so each is an upper bound on how long the gang runs. Above a PodGroup's int32:
+    that (68 years)."""
+    if settings.runtime_limit_seconds is not None:
+        return settings.runtime_limit_seconds
+    kueue = _kueue_limit(reader)
+    if kueue is not None:
+        return kueue
+    jobs = _job_deadlines(reader, gang)
+    if jobs:
+        return min(min(jobs), MAX_INT32)
+    pods = [
+        deadline
+        for i, template in enumerate(gang.templates)
+        if (deadline := _deadline(reader, template.get("spec"), f"pod templates[{i}].spec"))
+        is not None
+    ]
+    return min(min(pods), MAX_INT32) if pods else None
+
+
+def _kueue_limit(reader: Reader) -> int | None:
+    text = reader.labels("metadata.labels").get(KUEUE_MAX_EXEC_TIME_LABEL)
+    if text is None:
+        return None
+    seconds = whole_number(text)
+    if seconds is None or seconds < 1:
+        message = f"expected an integer from 1 to {MAX_INT32}, got {text!r}"
+        raise reader.error(f"metadata.labels[{KUEUE_MAX_EXEC_TIME_LABEL}]", message)
+    return seconds
+
+
+def _job_deadlines(reader: Reader, gang: Gang) -> list[int]:
+    """`activeDeadlineSeconds` of the Job, or of the gang's replicated jobs of a JobSet."""
+    if reader.kind == "Job":
+        found = _deadline(reader, reader.mapping("spec"), "spec")
+        return [found] if found is not None else []
+    if reader.kind != "JobSet":
+        return []
+    deadlines = []
+    for i, item in enumerate(reader.items("spec.replicatedJobs")):
+        if not isinstance(item, Mapping) or gang.part not in (None, item.get("name")):
+            continue
+        template = item.get("template")
+        spec = template.get("spec") if isinstance(template, Mapping) else None
+        found = _deadline(reader, spec, f"spec.replicatedJobs[{i}].template.spec")
+        if found is not None:
+            deadlines.append(found)
+    return deadlines
+
+
+def _deadline(reader: Reader, spec: Any, where: str) -> int | None:
+    """`activeDeadlineSeconds` of a Job or pod spec: an integer >= 1 (as the API has it)."""
+    value = spec.get("activeDeadlineSeconds") if isinstance(spec, Mapping) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        message = f"expected an integer >= 1, got {value!r}"
+        raise reader.error(f"{where}.activeDeadlineSeconds", message)
+    return value
 
 
 def _owner(reader: Reader, kind: WorkloadKind) -> dict[str, Any]:

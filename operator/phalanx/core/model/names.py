@@ -75,6 +75,8 @@ MIN_MEMBER_ANNOTATION = "scheduling.phalanx.io/min-member"  # on a workload: its
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 KUEUE_REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+# Kueue's label on a workload: the most seconds it may run (the gang's runtime limit)
+KUEUE_MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 
 
 def key_of(namespace: str, name: str) -> str:
