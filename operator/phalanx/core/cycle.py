@@ -72,7 +72,7 @@ def run_cycle(
     held = {key for key, backoff in snapshot.backoffs.items() if is_held(backoff, now)}
     backing_off = {work.key for work in works if work.key in held and work.problem is None}
     works = [_hold(work, snapshot, now) if work.key in backing_off else work for work in works]
-    ledger = seed_ledger(index, works)
+    ledger = seed_ledger(index, works, now, config.usage_half_life_seconds)
     outcomes: dict[GroupKey, _Outcome] = {}  # the groups tried; `_outcome` reads them
     preemptions = Preemptions(state, works, config, now)
 

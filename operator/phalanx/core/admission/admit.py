@@ -1,7 +1,8 @@
 """Admission (Pending -> Inqueue): which groups may try to place pods this cycle.
 
 Groups are taken by priority, then the weighted dominant resource share of their
-queue (lowest first), then creation time, then key; but across queues, a group whose
+queue (lowest first; plus its decayed past usage when fair sharing keeps history:
+usage.py), then creation time, then key; but across queues, a group whose
 queue stays within its guarantee goes before one whose queue would go above it
 (borrow), whatever their priorities, as Kueue orders its heads. Room that frees up
 goes to the queue it is owed to: given to a borrowing group first, the other queue
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from phalanx.core.admission.members import GroupWork, Problem
 from phalanx.core.admission.queues import QueueLedger, Shortfall
+from phalanx.core.admission.usage import history_share
 from phalanx.core.model.names import DEFAULT_QUEUE, GroupKey
 from phalanx.core.model.status import Reason, StatusCode
 from phalanx.core.snapshot.index import ClusterIndex
@@ -47,10 +49,16 @@ class Admission:
     rejected: dict[GroupKey, Problem]
 
 
-def seed_ledger(index: ClusterIndex, works: Sequence[GroupWork]) -> QueueLedger:
+def seed_ledger(
+    index: ClusterIndex,
+    works: Sequence[GroupWork],
+    now: float = 0.0,
+    half_life: float = 0.0,
+) -> QueueLedger:
     """Queue usage of pods already on nodes, added up per queue before it goes into the
-    ledger (an update of the queue's whole chain per running group was 10,000 a cycle)."""
-    ledger = QueueLedger(index.queues)
+    ledger (an update of the queue's whole chain per running group was 10,000 a cycle);
+    with each queue's past usage decayed to `now` (`half_life`: the global half-life)."""
+    ledger = QueueLedger(index.queues, queue_history(index, now, half_life))
     usage: dict[str, dict[str, int]] = {}
     for work in works:
         running = work.running_requests()
@@ -62,6 +70,16 @@ def seed_ledger(index: ClusterIndex, works: Sequence[GroupWork]) -> QueueLedger:
         ledger.add(queue, total)
     ledger.add(DEFAULT_QUEUE, index.loose_requests)
     return ledger
+
+
+def queue_history(index: ClusterIndex, now: float, half_life: float) -> dict[str, float]:
+    """Each queue's decayed usage as a share of the cluster (none when no queue keeps
+    any: the order is then DRF on what runs now)."""
+    history = {
+        name: history_share(queue, index.cluster_total, now, half_life)
+        for name, queue in index.queues.items()
+    }
+    return {name: share for name, share in history.items() if share > 0}
 
 
 def gang_need(work: GroupWork) -> dict[str, int]:

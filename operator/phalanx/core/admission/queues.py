@@ -2,7 +2,9 @@
 
 Usage of a queue is what its groups' pods on nodes request plus what was admitted
 earlier in this cycle; a parent's usage includes its children's. Nothing is carried
-between cycles, so an admitted group that could not be placed holds no quota.
+between cycles, so an admitted group that could not be placed holds no quota. What a
+queue ran before (its decayed usage, `usage.py`) comes in as `history` and is added to
+its share.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ class Shortfall:
 
 
 class QueueLedger:
-    def __init__(self, queues: Mapping[str, QueueInfo]) -> None:
+    def __init__(
+        self, queues: Mapping[str, QueueInfo], history: Mapping[str, float] | None = None
+    ) -> None:
         self.queues = queues
+        self.history = history or {}  # queue -> decayed usage as a share (usage.py)
         self.used: dict[str, dict[str, int]] = {name: {} for name in queues}
         self._chains: dict[str, tuple[str, ...]] = {}
         self._shares: dict[str, float] = {}
@@ -84,10 +89,12 @@ class QueueLedger:
         return None
 
     def share(self, queue: str, total: Resources) -> float:
-        """Weighted dominant resource share: max over resources of used/total, / weight."""
+        """Weighted dominant resource share: max over resources of used/total, / weight,
+        plus the queue's past usage as a share (0 without history)."""
         share = self._shares.get(queue)
         if share is None:
-            share = self._shares[queue] = self._share(queue, total)
+            share = self._share(queue, total) + self.history.get(queue, 0.0)
+            self._shares[queue] = share
         return share
 
     def _share(self, queue: str, total: Resources) -> float:

@@ -266,6 +266,12 @@ class QueueInfo:
     # and the most a gang may set (a gang above it is refused); None: from the parent
     default_runtime_limit_seconds: int | None = None
     max_runtime_limit_seconds: int | None = None
+    # fair sharing over time (admission/usage.py): the queue's decayed usage, resource ->
+    # milli-unit-seconds, as of `usage_at` (from Queue status.usage, kept by the shell),
+    # and its half-life (spec.fairSharing.usageHalfLifeSeconds; None: the global one)
+    usage: Mapping[str, float] = field(default_factory=dict)
+    usage_at: float = 0.0
+    usage_half_life_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

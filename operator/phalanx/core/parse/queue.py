@@ -7,6 +7,7 @@ from typing import Any
 
 from phalanx.core.model.inputs import QueueInfo
 from phalanx.core.parse.fields import Reader
+from phalanx.core.parse.usage import half_life, status_usage, usage_at
 
 
 def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
@@ -29,6 +30,9 @@ def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
         creation=reader.timestamp(),
         preempt_min_runtime_seconds=reader.integer("spec.preemptMinRuntimeSeconds", minimum=0),
         reclaim_min_runtime_seconds=reader.integer("spec.reclaimMinRuntimeSeconds", minimum=0),
+        usage=status_usage(reader),
+        usage_at=usage_at(reader),
+        usage_half_life_seconds=half_life(reader),
         default_runtime_limit_seconds=reader.integer(
             "spec.defaultRuntimeLimitSeconds", minimum=1),
         max_runtime_limit_seconds=reader.integer("spec.maxRuntimeLimitSeconds", minimum=1),
