@@ -21,12 +21,14 @@ from bench.chaos import report as chaos
 from bench.core import run as core
 from bench.e2e import table as e2e
 from bench.packing import report as packing
+from bench.sim import backfill
 from bench.sim import run as sim
 
 GENERATORS: dict[str, Callable[[Path], common.Generated]] = {
     "core": core.generated,
     "packing": packing.generated,
     "sim": sim.generated,
+    "sim-time": backfill.generated,
     "e2e": e2e.generated,
     "chaos": chaos.generated,
 }

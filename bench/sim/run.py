@@ -41,9 +41,10 @@ POLICY_ORDER = (
     "phalanx", "kube-default", "kueue-like", "gang-spread", "gang-binpack", "phalanx-nobackfill",
     "phalanx-by-size",
 )
-DEFAULT_POLICIES = POLICY_ORDER[:-1]
+DEFAULT_POLICIES = POLICY_ORDER[:-2]
 """What a workload runs unless it names its policies (`phalanx-by-size` only matters
-where jobs checkpoint: bench/workloads/checkpoints.yaml names it)."""
+where jobs checkpoint: bench/workloads/checkpoints.yaml names it; `phalanx-nobackfill`
+is compared by `python -m bench.sim.backfill`)."""
 COLORS = {
     "phalanx": "#d62728",
     "kube-default": "#7f7f7f",
