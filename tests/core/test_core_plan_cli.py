@@ -23,7 +23,7 @@ def test_json_output_on_the_example(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "-f", str(EXAMPLE), "-o", "json")
     assert code == 0 and err == ""
     document = json.loads(out)
-    assert set(document) == {"bindings", "groups", "evictions"}
+    assert set(document) == {"bindings", "groups", "evictions", "expected_starts"}
     assert document["evictions"] == []
     groups = {g["group"]: g for g in document["groups"]}
     assert set(groups) == {"ml/llm-finetune", "ml/llm-pretrain", "ml/notebook"}

@@ -2,7 +2,9 @@
 
 Input is what `kubectl get nodes,pods,pg,queues,networktopologies,priorityclasses -A
 -o yaml` prints (a `kind: List`) or a multi-document YAML; `-f -` reads stdin.
-Malformed input exits with status 2 and a message naming the object and field.
+Malformed input exits with status 2 and a message naming the object and field. Besides
+the decisions, it says when each waiting group is expected to start, played forward from
+the runtime limits of what runs (as Slurm's `squeue --start`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -20,7 +23,7 @@ import yaml
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.device_share import DEVICE
 from phalanx.core.model.errors import InvalidObject
-from phalanx.core.model.result import Binding, CycleResult
+from phalanx.core.model.result import Binding, CycleResult, ExpectedStart
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.snapshot.picture import Snapshot
 
@@ -48,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return INVALID_INPUT
-    result = run_cycle(snapshot, now=time.time() if args.now is None else args.now)
+    now = time.time() if args.now is None else args.now
+    result = run_cycle(snapshot, now=now, estimate=True)
     try:
         print(to_json(result) if args.output == "json" else to_table(result))
         sys.stdout.flush()
@@ -115,8 +119,24 @@ def to_json(result: CycleResult) -> str:
             }
             for e in result.evictions
         ],
+        "expected_starts": [
+            {
+                "group": e.group,
+                "at": _moment(e.at),
+                "waits_for": list(e.waits_for),
+                "message": e.message,
+            }
+            for e in result.expected_starts
+        ],
     }
     return json.dumps(document, indent=2)
+
+
+def _moment(at: float | None) -> str | None:
+    """RFC 3339 in whole seconds (as Kubernetes writes times); None: unknown."""
+    if at is None:
+        return None
+    return datetime.fromtimestamp(int(at), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def to_table(result: CycleResult) -> str:
@@ -134,7 +154,17 @@ def to_table(result: CycleResult) -> str:
             (e.pod, e.group or "<none>", str(e.reason), e.preemptor) for e in result.evictions
         ]
         text += "\n\n" + _columns(evictions)
+    if result.expected_starts:
+        text += "\n\n" + _columns(_expected_rows(result.expected_starts))
     return text
+
+
+def _expected_rows(expected: Sequence[ExpectedStart]) -> list[tuple[str, ...]]:
+    """When each waiting group is expected to start (as Slurm's `squeue --start`):
+    `unknown` when it waits for work with no runtime limit."""
+    rows: list[tuple[str, ...]] = [("WAITING", "EXPECTED-START", "MESSAGE")]
+    rows += [(e.group, _moment(e.at) or "unknown", e.message) for e in expected]
+    return rows
 
 
 def _devices(binding: Binding) -> str:

@@ -164,6 +164,10 @@ class Settings(BaseSettings):
     assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
     partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
     discovery_period_seconds: float = Field(default=30.0, gt=0)  # CRDs installed later
+    # Waiting gangs' expected starts (status.expectedStart) are worked out at most this
+    # often: each estimate places every waiting gang again (core/timeline/estimate.py).
+    # 0: every cycle.
+    estimate_interval_seconds: float = Field(default=30.0, ge=0)
     backoff_initial_seconds: float = Field(default=5.0, gt=0)  # retry after a timeout
     backoff_max_seconds: float = Field(default=300.0, gt=0)
     default_topology: str = Field(default="default", min_length=1)

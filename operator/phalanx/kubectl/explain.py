@@ -39,6 +39,7 @@ def explain_group(group: Mapping[str, Any], snapshot: Snapshot, result: CycleRes
     lines.extend(_held(group))
     lines.append("")
     lines.extend(_plan(decision, result, key))
+    lines.extend(_expected_start(group, decision, result, key))
     lines.extend(_evictions(result, key))
     if work is not None:
         rows = {row.name: row for row in queue_rows(snapshot)}
@@ -101,6 +102,23 @@ def _held(group: Mapping[str, Any]) -> list[str]:
         f"  Room held for it: {len(nodes)} nodes ({held.get('reason')} since "
         f"{held.get('since')}, until {held.get('expires')}): {_listed(nodes)}"
     ]
+
+
+def _expected_start(
+    group: Mapping[str, Any], decision: GroupDecision | None, result: CycleResult, key: str
+) -> list[str]:
+    """When the waiting group is expected to start: the fresh plan's estimate (from the
+    runtime limits of what runs), else what the operator last wrote
+    (status.expectedStart)."""
+    if decision is None or decision.scheduled:
+        return []
+    planned = next((e for e in result.expected_starts if e.group == key), None)
+    if planned is not None:
+        return [f"  Expected start: {planned.message}"]
+    written = (group.get("status") or {}).get("expectedStart")
+    if isinstance(written, Mapping) and written.get("message"):
+        return [f"  Expected start (from the operator): {written['message']}"]
+    return []
 
 
 def _evictions(result: CycleResult, key: str) -> list[str]:

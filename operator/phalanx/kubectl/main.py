@@ -118,7 +118,7 @@ def _explain(
         raise PluginError("usage: kubectl phalanx explain pg NAME [-n NAMESPACE]")
     group = pod_group(kubectl, name, args.namespace)
     snapshot = _snapshot(kubectl)
-    result = run_cycle(snapshot, config, now=time.time())
+    result = run_cycle(snapshot, config, now=time.time(), estimate=True)
     print(explain_group(group, snapshot, result), file=out)
     return 0
 

@@ -4,9 +4,9 @@ announcing a change, composed from the core's `GroupDecision`s.
 Pure: no clock reads, no I/O, nothing recounted from raw pods (the decision carries the
 counts, the minimum and what is placed). The writer compares what these return with what
 the object already shows and patches only the difference, so an idle cluster causes no
-writes. Evictions are news too: the victim group's `Preempted` / `Reclaimed` Event and
-the preemptor's `EvictionRefused` are composed here from the core's eviction and what
-the API server answered.
+writes. Evictions are news too: the victim group's `Preempted` / `Reclaimed` /
+`RuntimeLimitExceeded` Event and the preemptor's `EvictionRefused` are composed here
+from the core's eviction and what the API server answered.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Any
 
 from phalanx.core.admission.node_loss import LostNode, lost_message
 from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.eviction import EvictionReason
 from phalanx.core.model.nomination import Nomination
-from phalanx.core.model.result import GroupDecision, Placement
+from phalanx.core.model.result import ExpectedStart, GroupDecision, Placement
 from phalanx.core.model.status import Reason, StatusCode
 from phalanx.operator.cache import Body
 from phalanx.operator.events import MAX_MESSAGE, Event, timestamp
@@ -28,6 +29,8 @@ from phalanx.topology.gaps import LevelGap, gaps_message
 FAILING = (StatusCode.UNSCHEDULABLE, StatusCode.UNRESOLVABLE, StatusCode.ERROR)
 RUNNING_PHASES = ("Running", "Unknown")
 FINISHED_PHASES = ("Completed", "Failed")
+RUNTIME_LIMIT_EXCEEDED = str(EvictionReason.RUNTIME_LIMIT)
+MAX_WAITS_FOR = 64  # groups named in status.expectedStart.waitsFor (the CRD's maxItems)
 
 
 def group_phase(
@@ -106,8 +109,25 @@ def condition(
     }
 
 
-def podgroup_status(group: Body, decision: GroupDecision, now: float) -> dict[str, Any]:
-    """The status a PodGroup should show after the cycle that made `decision`."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Timing:
+    """What the cycle said about a group's time (#31): `estimated`, whether the cycle
+    estimated starts (`run_cycle(..., estimate=True)`), and if so `expected`, the group's
+    estimate (None: none); `over_limit`, the core's message when it evicts the group for
+    running past its runtime limit."""
+
+    estimated: bool = False
+    expected: ExpectedStart | None = None
+    over_limit: str | None = None
+
+
+def podgroup_status(
+    group: Body, decision: GroupDecision, now: float, timing: Timing | None = None
+) -> dict[str, Any]:
+    """The status a PodGroup should show after the cycle that made `decision`. A gang
+    stopped at its runtime limit is Failed once none of its pods is left (as a Job past
+    its deadline), not Unknown: nothing is missing that should run."""
+    timing = timing or Timing()
     previous: Mapping[str, Any] = group.get("status") or {}
     conditions_before = previous.get("conditions") or []
     generation = int(group.get("metadata", {}).get("generation") or 0)
@@ -118,6 +138,9 @@ def podgroup_status(group: Body, decision: GroupDecision, now: float) -> dict[st
     scheduled = placed >= min_member
     failing = not scheduled and decision.code in FAILING
     phase = group_phase(counts, min_member, placed, admitted, previous.get("phase"), failing)
+    over_limit = _over_limit(timing, now, generation, conditions_before)
+    if over_limit is not None and phase == "Unknown" and not counts["pending"] + counts["running"]:
+        phase = "Failed"
     # The pods of a finished group were cleaned up: it keeps what it said when it ran.
     kept = {c.get("type"): c for c in conditions_before} if (
         phase in FINISHED_PHASES and not placed) else {}
@@ -140,6 +163,13 @@ def podgroup_status(group: Body, decision: GroupDecision, now: float) -> dict[st
         condition("Unschedulable", failing, reason if failing else "Schedulable",
                   message if failing else "", now, generation, conditions_before),
     ]
+    if over_limit is not None:
+        conditions.append(over_limit)
+    expected = previous.get("expectedStart")
+    if scheduled:
+        expected = None
+    elif timing.estimated:
+        expected = expected_start_status(timing.expected)
     return {
         "phase": phase,
         **counts,
@@ -147,8 +177,35 @@ def podgroup_status(group: Body, decision: GroupDecision, now: float) -> dict[st
         "observedGeneration": generation,
         "placement": placement,
         "nominated": nominated_status(decision.nomination),
+        "expectedStart": expected,
         "admittedTime": previous.get("admittedTime") or (timestamp(now) if admitted else None),
         "scheduledTime": previous.get("scheduledTime") or (timestamp(now) if scheduled else None),
+    }
+
+
+def _over_limit(
+    timing: Timing, now: float, generation: int, previous: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """Condition `RuntimeLimitExceeded` (True, the core's message) from the cycle that
+    evicts the gang for its runtime limit on; like a Job's DeadlineExceeded it stays, the
+    record of why the gang's pods went. None while the gang never ran past its limit."""
+    if timing.over_limit is not None:
+        return condition(RUNTIME_LIMIT_EXCEEDED, True, RUNTIME_LIMIT_EXCEEDED,
+                         timing.over_limit, now, generation, previous)
+    before = next((c for c in previous if c.get("type") == RUNTIME_LIMIT_EXCEEDED), None)
+    return dict(before) if before is not None and before.get("status") == "True" else None
+
+
+def expected_start_status(expected: ExpectedStart | None) -> dict[str, Any] | None:
+    """`status.expectedStart`: when the waiting group is expected to start (`at` None:
+    unknown, it waits for work with no runtime limit), the groups whose ends make its
+    room, and that in a sentence; None removes it."""
+    if expected is None:
+        return None
+    return {
+        "at": timestamp(expected.at) if expected.at is not None else None,
+        "waitsFor": [str(key) for key in expected.waits_for[:MAX_WAITS_FOR]],
+        "message": expected.message[:MAX_MESSAGE],
     }
 
 
@@ -236,12 +293,18 @@ def eviction_event(victim: Body, evicted: VictimsEvicted) -> Event:
 
 
 def eviction_refused_event(preemptor: Body, evicted: VictimsEvicted) -> Event:
-    """On the preemptor: a victim it was given could not be evicted (a budget)."""
+    """On the preemptor: a victim it was given could not be evicted (a budget). A gang
+    past its runtime limit is its own preemptor: it is told it keeps running for now."""
     victims = evicted.victims
     pod, reason = next(iter(evicted.refused.items()))
     who = victims.group or pod
     done = (f"{len(evicted.evicted)} of its pods were evicted before that" if evicted.evicted
             else "none of its pods was evicted")
+    if victims.reason is EvictionReason.RUNTIME_LIMIT:
+        return Event(
+            preemptor, "Warning", "EvictionRefused",
+            f"evicting {len(evicted.refused)} pod(s) past the runtime limit was refused "
+            f"(e.g. {pod}: {reason}); {done}; tried again later", topic="eviction")
     return Event(
         preemptor, "Warning", "EvictionRefused",
         f"evicting {len(evicted.refused)} pod(s) of {who} was refused (e.g. {pod}: {reason}); "

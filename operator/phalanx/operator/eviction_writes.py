@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
-from phalanx.core.model.eviction import Eviction
+from phalanx.core.model.eviction import Eviction, EvictionReason
 from phalanx.core.model.names import GPU
 from phalanx.core.snapshot.gpus import MILLI
 from phalanx.core.snapshot.picture import Snapshot
@@ -38,8 +38,16 @@ class EvictionWrites:
     def evict(
         self, evictions: Sequence[Eviction], snapshot: Snapshot, pods: Mapping[str, Body]
     ) -> None:
-        """Carry out the core's evictions not asked for already, a victim group at a time."""
-        new = self._evicting.start(evictions)
+        """Carry out the core's evictions not asked for already, a victim group at a time.
+        A gang past its runtime limit whose eviction a budget refused (for one of its
+        pods: the gang goes whole or not at all) is asked again only after
+        `eviction_retry_seconds` (the core asks every cycle; preemption's victims avoid
+        refused pods in the core itself)."""
+        refused = self._evicting.refused_lately()
+        held = {e.group or e.pod for e in evictions
+                if e.reason is EvictionReason.RUNTIME_LIMIT and e.pod in refused}
+        new = self._evicting.start([e for e in evictions if e.reason is not
+                                    EvictionReason.RUNTIME_LIMIT or (e.group or e.pod) not in held])
         if not new:
             return
         keys = {e.pod for e in new}

@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 
 from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.eviction import EvictionReason
 from phalanx.core.model.result import CycleResult, GroupDecision
 from phalanx.core.model.status import Reason
 from phalanx.observe.logging import group_context
@@ -23,6 +24,7 @@ from phalanx.operator.cache import Body, object_key
 from phalanx.operator.capacity import TopologyFigures
 from phalanx.operator.compose import (
     FAILING,
+    Timing,
     degraded_condition,
     failed_scheduling_event,
     group_events,
@@ -95,12 +97,18 @@ class Reports:
         groups: Mapping[str, Body],
         now: float,
         upstream: Mapping[str, Body] | None = None,
+        estimated: bool = False,
     ) -> list[tuple[str, str]]:
         """Write each PodGroup's status and Events; returns (queue, phase) per group.
         Kubernetes' own PodGroups (`upstream`) get their condition as kube-scheduler
-        writes it; a Phalanx PodGroup of the same name is the one the group was read from."""
+        writes it; a Phalanx PodGroup of the same name is the one the group was read from.
+        `estimated`: the cycle estimated starts (`result.expected_starts`), which replace
+        the groups' `status.expectedStart`; other cycles leave it as it is."""
         phases: list[tuple[str, str]] = []
         children = composite_children(upstream or {})
+        expected = {e.group: e for e in result.expected_starts}
+        over_limit = {e.group: e.message for e in result.evictions
+                      if e.reason is EvictionReason.RUNTIME_LIMIT and e.group is not None}
         for decision in result.groups:
             group = groups.get(decision.group)
             if group is None and upstream and not decision.implicit:
@@ -113,8 +121,10 @@ class Reports:
                 phases.append((decision.queue, (group.get("status") or {}).get("phase", "Pending")))
                 continue
             with group_context(decision.group, decision.queue):
+                timing = Timing(estimated, expected.get(decision.group),
+                                over_limit.get(decision.group))
                 desired = podgroup_status(
-                    self._writes.as_offered("podgroups", group), decision, now)
+                    self._writes.as_offered("podgroups", group), decision, now, timing)
                 phases.append((decision.queue, desired["phase"]))
                 self._observe_running(group, decision, desired["phase"], now)
                 self._offer(group, decision, desired, now)

@@ -94,6 +94,7 @@ class Scheduler:
         self.partial_since: dict[GroupKey, float] = {}  # the same
         self.index: ClusterIndex | None = None  # the last cycle's, for the next snapshot
         self._capacity: asyncio.Future[None] | None = None  # the last cycle's capacity report
+        self._estimated_at: float | None = None  # when the last estimate of starts was made
         self.cycles = 0
 
     async def cycle(self) -> CycleResult:
@@ -132,8 +133,9 @@ class Scheduler:
                                          self.settings.namespaces)
         shown = parsed_objects(parsed, self.cache, self.assumed, self.settings.namespaces,
                                pending_groups, Unseen(self.evicting, self.nominations, now))
+        estimate = self._estimate_due(now)
         snapshot, result, snapshot_seconds = await asyncio.to_thread(
-            self._decide, shown, self.evicting.refused_lately(), now)
+            self._decide, shown, self.evicting.refused_lately(), now, estimate)
         self.index = snapshot.index
         decided = self.clock() - now
         self.backoffs = {d.group: d.backoff for d in result.groups if d.backoff is not None}
@@ -146,7 +148,7 @@ class Scheduler:
         upstream = {object_key(g): g for kind in (Kind.UPSTREAM_COMPOSITE, Kind.UPSTREAM_POD_GROUP)
                     for g in self.cache.objects(kind)}  # a PodGroup wins a shared name
         self.releases.release_partial(result, snapshot, {**upstream, **groups}, pods)
-        phases = self.reports.groups(result, groups, now, upstream)
+        phases = self.reports.groups(result, groups, now, upstream, estimated=estimate)
         self.reports.missing_groups(result, lambda key: group_pods(snapshot, key, pods))
         self.reports.waiting_pods(result, {**upstream, **groups},
                                   lambda key: group_pods(snapshot, key, pods), now)
@@ -161,14 +163,25 @@ class Scheduler:
         self.health.beat()
         return result
 
+    def _estimate_due(self, now: float) -> bool:
+        """Whether this cycle estimates the waiting gangs' starts: the first cycle, then
+        at most every `estimate_interval_seconds` (an estimate places every waiting gang
+        again, and the starts move only as work ends)."""
+        last = self._estimated_at
+        if last is not None and now - last < self.settings.estimate_interval_seconds:
+            return False
+        self._estimated_at = now
+        return True
+
     def _decide(
-        self, shown: Shown, refused: frozenset[str], now: float,
+        self, shown: Shown, refused: frozenset[str], now: float, estimate: bool = False,
     ) -> tuple[Snapshot, CycleResult, float]:
         """Assemble the snapshot and run the core (in a worker thread): the snapshot, the
         core's result and the seconds from the cycle's start to the snapshot."""
         snapshot = assemble(shown, self.backoffs, refused, self.partial_since, self.index)
         snapshot_seconds = self.clock() - now
-        return snapshot, run_cycle(snapshot, self.core_config, now), snapshot_seconds
+        result = run_cycle(snapshot, self.core_config, now, estimate=estimate)
+        return snapshot, result, snapshot_seconds
 
     async def _report_capacity(
         self, snapshot: Snapshot, result: CycleResult, phases: Sequence[tuple[str, str]],
