@@ -4,16 +4,15 @@
 
 Runs one simulation of a workload of bench/workloads/ under a gang policy (the core) and
 reads every cycle's `CycleResult`:
-- evictions by reason (a starvation reservation taking back the room it lent apart), the
-  GPU-hours of work each reason lost, and those whose preemptor did not start at that
+- evictions by reason, the GPU-hours of work each reason lost, and those whose preemptor did not start at that
   instant although its victims were gone at once (wasted), unless a group of its queue
   and of higher priority, which may take the room, started then;
 - the waiting time of the highest-priority jobs, by what their decision said while they
   waited: their queue at its guarantee (reclaim may not help) and only work of priority
   at or above theirs in their queue's way, or anything else. Time a job spent running, or
   in the restart delay after an eviction, is in neither (it gets no decision then);
-- each of the biggest gangs: when it arrived, first held a starvation reservation
-  (`Reserved`), and first started.
+- each of the biggest gangs: when it arrived, first held a reservation (`Reserved`),
+  and first started.
 """
 
 from __future__ import annotations

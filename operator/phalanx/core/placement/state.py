@@ -352,7 +352,7 @@ class CycleState(DeviceRooms):
     def _hold_generation(self, node: int, sign: int) -> None:
         """The generation of the placements since `_base` with these holds: lifting a
         hold and putting it back returns to the generation before, so caches made there
-        hold again. Each group a starvation reservation lends its room to opens and
+        hold again. Each group a reservation lets in by backfill opens and
         closes that hold around its placement; with a new generation each time, every
         failed gang of a late Alibaba cycle worked its wait message out anew (2,049
         node histograms instead of 315)."""
