@@ -4,9 +4,10 @@
 
 Runs one simulation of a workload of bench/workloads/ under a gang policy (the core) and
 reads every cycle's `CycleResult`:
-- evictions by reason, the GPU-hours of work each reason lost, and those whose preemptor did not start at that
-  instant although its victims were gone at once (wasted), unless a group of its queue
-  and of higher priority, which may take the room, started then;
+- evictions by reason, the GPU-hours of work each reason lost, and those whose
+  preemptor did not start at that instant although its victims were gone at once
+  (wasted), unless a group of its queue and of higher priority, which may take the room,
+  started then;
 - the waiting time of the highest-priority jobs, by what their decision said while they
   waited: their queue at its guarantee (reclaim may not help) and only work of priority
   at or above theirs in their queue's way, or anything else. Time a job spent running, or
