@@ -8,7 +8,8 @@ reclaims in turn; in the simulator a 64-GPU gang of team-b was preempted after 4
 a high-priority gang of team-b, then reclaimed seven small gangs of team-a itself);
 then the highest priority it evicts, then the work it loses at that priority (GPU-seconds
 since each victim's last checkpoint, else its start: `units.py`), then all the work it
-loses, then GPUs, then pods. "Lowest priority first" counts the work at the top priority
+loses, then GPUs, then pods, then the newest (a clock behind the pods' starts counts no
+work lost). "Lowest priority first" counts the work at the top priority
 before all work: one 1-GPU high-priority job and seven 1-GPU low ones is cheaper than
 one 8-GPU high-priority job (in the simulator, reclaims that took the whole 8-GPU job
 left it waiting hours for a node it could preempt again). Without `weigh` (the order
@@ -32,7 +33,7 @@ from phalanx.core.preemption.units import Unit
 
 EXACT_UNITS = 10
 
-Cost = tuple[int, int, float, float, float, float]
+Cost = tuple[int, int, float, float, float, float, float]
 Allowed = Callable[[Sequence[Unit]], bool]
 
 
@@ -40,22 +41,23 @@ def cost_of(units: Sequence[Unit], own: str | None = None, weigh: bool = True) -
     """`own`: the queue of a gang that may reclaim (its units are evicted last);
     `weigh`: by the work the victims lose (else by their size, as before)."""
     if not units:
-        return (0, -(1 << 62), 0.0, 0.0, 0.0, 0.0)
+        return (0, -(1 << 62), 0.0, 0.0, 0.0, 0.0, 0.0)
     top = max(u.priority for u in units)
     mine = int(own is not None and any(u.queue == own for u in units))
     gpus = sum(u.gpus for u in units)
     pods = sum(len(u.pods) for u in units)
     if weigh:
         at_top = sum(u.lost for u in units if u.priority == top)
-        return (mine, top, at_top, sum(u.lost for u in units), gpus, pods)
+        newest = -min(u.started for u in units)  # equal work lost: the newest victims
+        return (mine, top, at_top, sum(u.lost for u in units), gpus, pods, newest)
     at_top_gpus = sum(u.gpus for u in units if u.priority == top)
-    return (mine, top, at_top_gpus, gpus, pods, -min(u.started for u in units))
+    return (mine, top, at_top_gpus, gpus, pods, -min(u.started for u in units), 0.0)
 
 
 def work_cost(units: Sequence[Unit], weigh: bool = True) -> Cost:
     """For reservations: least running work in the way, whatever its priority."""
-    _, _, _, first, second, third = cost_of(units, weigh=weigh)
-    return (0, 0, 0.0, first, second, third)
+    _, _, _, first, second, third, fourth = cost_of(units, weigh=weigh)
+    return (0, 0, 0.0, first, second, third, fourth)
 
 
 def choose(

@@ -5,7 +5,8 @@ gang intact) or every running pod of a group (a whole gang), or a lone pod of ou
 Kubernetes PodGroup of disruptionMode Single has every pod elastic: it may lose one.
 Pods no Phalanx group owns and that we did not place (other schedulers') are never in
 a unit. Units are built and sorted once per cycle, cheapest first: lowest priority,
-then the least work lost, then fewest GPUs, then fewest pods.
+then the least work lost, then fewest GPUs, then fewest pods, then the most recently
+started (for equal work lost: a clock behind the pods' start times counts none).
 
 The work an eviction loses is what its user loses: the GPU-seconds done since the
 job's last checkpoint (its group's annotation `checkpointed-at`, or the last multiple
@@ -55,9 +56,9 @@ class Unit:
     lost: float = 0.0
     saved: float = 0.0
     checkpointed: bool = False
-    rank: tuple[int, float, float, float, str] = (0, 0.0, 0.0, 0.0, "")
+    rank: tuple[int, float, float, float, float, str] = (0, 0.0, 0.0, 0.0, 0.0, "")
 
-    def order(self) -> tuple[int, float, float, float, str]:
+    def order(self) -> tuple[int, float, float, float, float, str]:
         """Preference: lower is evicted first."""
         return self.rank
 
@@ -106,9 +107,9 @@ def _weigh(unit: Unit, index: ClusterIndex, now: float, weigh_lost: bool) -> Non
     unit.saved, unit.checkpointed = saved, checkpointed
     unit.lost = gpus / 1000 * max(0.0, now - saved)
     if weigh_lost:
-        unit.rank = (unit.priority, unit.lost, unit.gpus, len(unit.pods), unit.key)
+        unit.rank = (unit.priority, unit.lost, unit.gpus, len(unit.pods), -unit.started, unit.key)
     else:
-        unit.rank = (unit.priority, unit.gpus, len(unit.pods), -unit.started, unit.key)
+        unit.rank = (unit.priority, unit.gpus, len(unit.pods), -unit.started, 0.0, unit.key)
 
 
 def last_save(group: GroupInfo | None, started: float | None, now: float) -> tuple[float, bool]:
