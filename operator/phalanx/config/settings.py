@@ -104,6 +104,17 @@ class Preemption(_Section):
     eviction_retry_seconds: float = Field(default=60.0, gt=0)
 
 
+class FairSharing(_Section):
+    """Fair sharing over time: queues are ordered by what they run now plus what they ran
+    before, decayed with `usage_half_life_seconds` (a Queue's
+    spec.fairSharing.usageHalfLifeSeconds overrides it); 0 keeps no history (DRF on what
+    runs now), the default, so nothing changes unless asked. Each queue's decayed usage
+    is written to its status at most every `usage_write_seconds`."""
+
+    usage_half_life_seconds: float = Field(default=0.0, ge=0)
+    usage_write_seconds: float = Field(default=30.0, gt=0)
+
+
 class LeaderElection(_Section):
     """One active scheduler among the replicas, through a coordination.k8s.io Lease.
 
@@ -178,6 +189,7 @@ class Settings(BaseSettings):
     scoring: Scoring = Scoring()
     timeouts: Timeouts = Timeouts()
     preemption: Preemption = Preemption()
+    fair_sharing: FairSharing = FairSharing()
     metrics_host: str = "0.0.0.0"
     metrics_port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (tests)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -211,6 +223,7 @@ class Settings(BaseSettings):
             nomination_timeout_seconds=self.preemption.nomination_timeout_seconds,
             starvation_seconds=self.preemption.starvation_seconds,
             partial_grace_seconds=self.partial_grace_seconds,
+            usage_half_life_seconds=self.fair_sharing.usage_half_life_seconds,
         )
 
     @classmethod

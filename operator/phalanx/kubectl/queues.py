@@ -2,7 +2,8 @@
 
 Usage is computed the way the scheduler computes it (requests of the queue's pods on nodes,
 children counted in their parents), from a fresh snapshot, not from Queue status, so the
-table is right even while the operator is down.
+table is right even while the operator is down. USAGE GPU-H is the queue's decayed past
+usage (fair sharing over time) as the operator last wrote it to status.usage.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from phalanx.core.snapshot.resources import format_amount
 from phalanx.kubectl.table import format_table
 
 COLUMNS = ((GPU, "GPUS"), (CPU, "CPU"), (MEMORY, "MEMORY"))
+MILLI_HOURS = 1000.0 * 3600.0  # milli-GPU-seconds in a GPU-hour
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,7 @@ class QueueRow:
     capability: Mapping[str, int] | None
     running_groups: int
     waiting_groups: int
+    usage: Mapping[str, float] | None = None  # decayed milli-unit-seconds, from status
 
 
 def queue_rows(snapshot: Snapshot) -> list[QueueRow]:
@@ -59,6 +62,7 @@ def queue_rows(snapshot: Snapshot) -> list[QueueRow]:
                 capability=queue.capability,
                 running_groups=running.get(name, 0),
                 waiting_groups=waiting.get(name, 0),
+                usage=queue.usage,
             )
         )
     return rows
@@ -76,16 +80,23 @@ def usage_cell(resource: str, row: QueueRow) -> str:
     return f"{used}/{bound(row.guarantee)}/{bound(row.capability)}"
 
 
+def gpu_hours_cell(row: QueueRow) -> str:
+    """The decayed GPU usage in GPU-hours; `-` when none is kept."""
+    amount = (row.usage or {}).get(GPU, 0.0)
+    return f"{amount / MILLI_HOURS:.1f}" if amount > 0 else "-"
+
+
 def format_queues(rows: Sequence[QueueRow]) -> str:
     headers = ["QUEUE", "STATE", "WEIGHT"]
     headers += [f"{title} USED/GUAR/CAP" for _, title in COLUMNS]
-    headers += ["RUNNING", "WAITING"]
+    headers += ["USAGE GPU-H", "RUNNING", "WAITING"]
     table = [
         [
             "  " * row.depth + row.name,
             row.state,
             str(row.weight),
             *(usage_cell(resource, row) for resource, _ in COLUMNS),
+            gpu_hours_cell(row),
             str(row.running_groups),
             str(row.waiting_groups),
         ]

@@ -17,7 +17,7 @@ from phalanx.core.model.names import GPU
 from phalanx.core.model.result import Binding
 from phalanx.core.snapshot.picture import Snapshot, with_bindings
 from phalanx.observe.gpu_usage import GpuUsage, gpu_usage
-from phalanx.operator.topology_status import allocated_by_queue, topology_status
+from phalanx.operator.topology_status import allocated_amounts, formatted, topology_status
 from phalanx.topology.gaps import LevelGap, level_gaps
 
 
@@ -34,6 +34,7 @@ class Capacity:
     usage: GpuUsage
     allocated: Mapping[str, Mapping[str, str]]  # queue -> resource -> amount, as written
     topologies: Mapping[str, TopologyFigures]  # NetworkTopology name -> its figures
+    amounts: Mapping[str, Mapping[str, int]]  # queue -> resource -> milli-units
 
 
 def capacity_after(
@@ -50,4 +51,5 @@ def capacity_after(
         if status is not None:
             figures[name] = TopologyFigures(
                 status, level_gaps(index.topologies[name], gpu_labels))
-    return Capacity(gpu_usage(after), allocated_by_queue(after), figures)
+    amounts = allocated_amounts(after)
+    return Capacity(gpu_usage(after), formatted(amounts), figures, amounts)

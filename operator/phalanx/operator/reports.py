@@ -234,13 +234,14 @@ class Reports:
 
     def queues(
         self, allocated: Mapping[str, Mapping[str, str]], phases: Sequence[tuple[str, str]],
-        queues: Iterable[Body],
+        queues: Iterable[Body], usage: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         """Each Queue's status: its groups' phases and what its placed pods hold
-        (`allocated`, by queue)."""
+        (`allocated`, by queue), and its decayed usage when due a write (`usage`)."""
         for queue in list(queues):
             name = object_key(queue)
-            desired = queue_status(name, phases, allocated.get(name, {}))
+            desired = {**queue_status(name, phases, allocated.get(name, {})),
+                       **(usage or {}).get(name, {})}
             if self._writes.status_changes("queues", queue, desired):
                 self._writes.status("queues", queue, desired)
 

@@ -48,6 +48,7 @@ from phalanx.operator.gang_writes import GangWrites
 from phalanx.operator.kube.client import Api
 from phalanx.operator.nominations import NominationBook
 from phalanx.operator.plans import PlanBook
+from phalanx.operator.queue_usage import UsageBook
 from phalanx.operator.releases import Releases
 from phalanx.operator.reports import Reports
 from phalanx.operator.workload_gangs import WorkloadGangs
@@ -90,6 +91,8 @@ class Scheduler:
                                 self.workload_gangs)
         self.evictions = EvictionWrites(cache, self.writes, self.evicting, self.metrics, clock)
         self.releases = Releases(self.writes)
+        self.usage = UsageBook(settings.fair_sharing.usage_half_life_seconds,
+                               settings.fair_sharing.usage_write_seconds)
         self.backoffs: dict[GroupKey, Backoff] = {}  # the last cycle's, for the next snapshot
         self.partial_since: dict[GroupKey, float] = {}  # the same
         self.index: ClusterIndex | None = None  # the last cycle's, for the next snapshot
@@ -195,7 +198,9 @@ class Scheduler:
         capacity = await asyncio.to_thread(capacity_after, snapshot, result.bindings, names)
         usage = capacity.usage
         self.metrics.set_gpu_usage(usage.allocated, usage.free, usage.free_unusable_whole_node)
-        self.reports.queues(capacity.allocated, phases, self.cache.objects(Kind.QUEUE))
+        queues = list(self.cache.objects(Kind.QUEUE))
+        fair = self.usage.advance(queues, capacity.amounts, now)
+        self.reports.queues(capacity.allocated, phases, queues, fair)
         self.reports.topologies(capacity.topologies,
                                 self.cache.objects(Kind.NETWORK_TOPOLOGY), now)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from phalanx.core.model.names import GroupKey, key_of
@@ -12,7 +13,20 @@ from phalanx.topology.tree import DomainTree
 
 
 def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
-    """Requests of the placed, unfinished pods of each queue's groups."""
+    """Requests of the placed, unfinished pods of each queue's groups, as written."""
+    return formatted(allocated_amounts(snapshot))
+
+
+def formatted(amounts: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, str]]:
+    """Queue -> resource -> amount as Queue status shows it (zeros left out)."""
+    return {
+        queue: {name: format_amount(name, milli) for name, milli in sorted(used.items()) if milli}
+        for queue, used in amounts.items()
+    }
+
+
+def allocated_amounts(snapshot: Snapshot) -> dict[str, dict[str, int]]:
+    """Requests of the placed, unfinished pods of each queue's groups, in milli-units."""
     index = snapshot.index
     totals: dict[str, dict[str, int]] = {}
     for pod in index.pods:
@@ -24,10 +38,7 @@ def allocated_by_queue(snapshot: Snapshot) -> dict[str, dict[str, str]]:
         queue = totals.setdefault(group.queue, {})
         for name, amount in charged(pod, index.node_by_name).items():
             queue[name] = queue.get(name, 0) + amount
-    return {
-        queue: {name: format_amount(name, milli) for name, milli in sorted(used.items()) if milli}
-        for queue, used in totals.items()
-    }
+    return totals
 
 
 def topology_status(

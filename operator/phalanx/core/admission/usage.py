@@ -50,8 +50,8 @@ def accrue(
     changes nothing."""
     if half_life <= 0:
         return {}
-    factor = kept(dt, half_life)
-    gained = _tau(half_life) * (1.0 - factor)
+    tau = _tau(half_life)
+    gained = -tau * math.expm1(-max(0.0, dt) / tau)  # tau * (1 - kept), exact for tiny dt
     result = decay(usage, dt, half_life)
     for resource, amount in allocation.items():
         total = result.get(resource, 0.0) + max(0.0, amount) * gained

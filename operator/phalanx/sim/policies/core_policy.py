@@ -58,6 +58,7 @@ from phalanx.sim.constraints import node_affinity
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import JobSpec, SimCluster, SimQueue
 from phalanx.sim.policy import CycleOutcome, PodEviction, PodPlacement, SchedulingView
+from phalanx.sim.queue_usage import SimUsage
 
 NAMESPACE = "sim"
 MILLI = 1000
@@ -133,7 +134,9 @@ class CorePolicy:
         node_order: Literal["binpack", "spread"],
         wall: WallTimer = default_wall_timer,
         queues: Sequence[SimQueue] = (),
+        usage_half_life_seconds: float = 0.0,
     ) -> None:
+        """`usage_half_life_seconds`: fair sharing over time (sim/queue_usage.py)."""
         self.name = name
         self._cluster = cluster
         self.config = SchedulerConfig(
@@ -143,7 +146,9 @@ class CorePolicy:
             fragmentation_aware=name.startswith("phalanx"),
             weigh_work_lost=name != "phalanx-by-size",
             backfill=name != "phalanx-nobackfill",
+            usage_half_life_seconds=usage_half_life_seconds,
         )
+        self._usage = SimUsage(usage_half_life_seconds)
         self._nodes = node_infos(cluster)
         self._topologies = (topology_spec(cluster),) if cluster.levels else ()
         self._wall = wall
@@ -205,7 +210,7 @@ class CorePolicy:
             nodes=self._nodes,
             pods=pods,
             groups=groups,
-            queues=self._queues,
+            queues=self._usage.queues(self._queues, view.running, view.now),
             topologies=self._topologies,
             priority_classes=tuple(self._classes.values()),
             previous=self._index,
