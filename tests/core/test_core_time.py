@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core_builders import decision, group, node, pod, snapshot_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from phalanx.core import CycleResult, QueueInfo, SchedulerConfig, run_cycle
+from phalanx.core import CycleResult, PodInfo, QueueInfo, SchedulerConfig, run_cycle
 
 
 def running(name: str, node_name: str, started: float, limit: int | None,
@@ -99,3 +101,50 @@ def test_the_first_waiting_gang_reserves_its_room_from_its_expected_start() -> N
              group("late", 1, runtime_limit_seconds=500, creation=5.0)]  # fmt: skip
     backfilled = cycle(nodes, *work, pod("big-0", gpus=8, group="big"), big, early, now=10.0)
     assert [(b.pod, b.node) for b in backfilled.bindings] == [("default/late-0", "n0")]
+
+
+@st.composite
+def busy_nodes(draw: st.DrawFn) -> list[object]:
+    """Two nodes with running one-pod gangs on given devices (limits ending at random),
+    small gangs to place this cycle, and a whole-node gang that must wait."""
+    items: list[object] = [node("n0"), node("n1")]
+    for host in ("n0", "n1"):
+        free = list(range(8))
+        for i in range(draw(st.integers(1, 4))):
+            count = draw(st.integers(1, 2))
+            if len(free) < count + 1:
+                break
+            devices = tuple(sorted(draw(st.permutations(free)))[:count])
+            free = [d for d in free if d not in devices]
+            name = f"run-{host}-{i}"
+            items += [pod(f"{name}-0", gpus=count, group=name, node_name=host,
+                          started_at=0.0, gpu_devices=devices),
+                      group(name, 1, runtime_limit_seconds=draw(st.integers(100, 5000)))]
+    for i in range(draw(st.integers(1, 4))):
+        name = f"small{i}"
+        items += [pod(f"{name}-0", gpus=1, group=name),
+                  group(name, 1, runtime_limit_seconds=draw(st.integers(50, 6000)),
+                        creation=10.0 + i)]
+    return items + waiting("big", creation=1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(busy_nodes())
+def test_moving_work_away_to_plan_a_start_never_gives_two_pods_one_gpu(
+    items: list[object],
+) -> None:
+    """The reservation's search takes running gangs away (in the order they end) and puts
+    them back, gangs bound this very cycle among them. Put back, no GPU may be held twice
+    (a bound pod once took a device a running pod taken away later held: two pods on one
+    GPU in the simulator)."""
+    result = cycle(*items, now=10.0)
+    held: dict[tuple[str, int], str] = {}
+    for item in items:
+        if isinstance(item, PodInfo) and item.node_name:
+            for device in item.gpu_devices:
+                held[(item.node_name, device)] = item.name
+    for binding in result.bindings:
+        for share in binding.devices:
+            where = (str(binding.node), share.index)
+            assert where not in held, (binding, held[where])
+            held[where] = str(binding.pod)

@@ -49,3 +49,16 @@ def test_no_gang_starts_later_than_the_start_first_reserved_for_it(
             assert run.first_start is not None
             assert run.first_start <= run.expected_start + 1e-6, (
                 run.name, run.expected_at, run.expected_start, run.first_start)
+
+
+def test_a_full_run_with_limits_and_queues_never_overcommits_a_gpu() -> None:
+    """priority-queues, seed 1, with the runtime limits its users declare: the engine
+    refuses any placement onto a GPU already held (`CapacityError`). Planning a start
+    once put a pod bound that cycle on a device a running pod held, at 12 h."""
+    from bench.sim.run import read_workloads, run_task, tasks_of
+
+    (workload,) = read_workloads(False, ["priority-queues"])
+    (task,) = [t for t in tasks_of(workload)
+               if t.policy == "phalanx" and t.seed == 1 and t.slowdown == "on"]  # fmt: skip
+    summary = run_task(task)
+    assert summary["started"] > 0 and summary["gpu_hours_lost"] >= 0

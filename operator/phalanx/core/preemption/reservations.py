@@ -38,7 +38,13 @@ from phalanx.core.preemption.find import Finder
 from phalanx.core.preemption.holds import Hold, Holds
 from phalanx.core.preemption.search import Cost, work_cost
 from phalanx.core.preemption.units import Unit, build_units, priority_bounds
-from phalanx.core.timeline.estimate import Occupant, Start, earliest_start, running_occupants
+from phalanx.core.timeline.estimate import (
+    Occupant,
+    Start,
+    earliest_start,
+    placed_pods,
+    running_occupants,
+)
 from phalanx.core.timeline.limits import limit_of
 
 
@@ -280,7 +286,7 @@ class Reservations:
         """A group placed this cycle: it leaves at its limit from now, if it has one."""
         limit = limit_of(work.group, self.state.index.queues)
         if limit is not None and bound and self._occupants is not None:
-            occupant = Occupant(work.key, tuple(bound), self.now + limit)
+            occupant = Occupant(work.key, placed_pods(self.state, bound), self.now + limit)
             bisect.insort(self._occupants, occupant, key=attrgetter("end"))
 
     def _room_key(self, failure: Failure) -> object | None:

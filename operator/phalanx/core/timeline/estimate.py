@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from phalanx.core.model.inputs import PodInfo
@@ -110,12 +110,17 @@ class _Away:
         self.state, self.occupants, self.gone = state, occupants, 0
 
     def to(self, gone: int) -> None:
+        """Taken away in order, put back in the reverse order: each pod then comes back to
+        the very state it left, so the GPU devices it takes are free (a pod bound this
+        cycle takes its devices afresh, and put back first it took a device a running pod
+        taken away later held, which that pod took again when it came back: two pods on
+        one device, in the simulator)."""
         state = self.state
         for occupant in self.occupants[self.gone : gone]:
             for pod, node in occupant.pods:
                 state.unplace(node, pod)
-        for occupant in self.occupants[gone : self.gone]:
-            for pod, node in occupant.pods:
+        for occupant in reversed(self.occupants[gone : self.gone]):
+            for pod, node in reversed(occupant.pods):
                 state.place(node, pod)
         self.gone = gone
 
@@ -159,16 +164,27 @@ def expected_starts(
             found.append(_expected(state, gang, start, now))
             if start.placement is None or start.at is None:
                 continue
-            for pod, node in start.placement.assignments:  # its room, from its start on
+            pods = placed_pods(state, start.placement.assignments)
+            for pod, node in pods:  # its room, from its start on
                 state.place(node, pod)
                 planned.append((pod, node))
             if gang.limit is not None:
-                occupant = Occupant(gang.key, start.placement.assignments, start.at + gang.limit)
+                occupant = Occupant(gang.key, pods, start.at + gang.limit)
                 bisect.insort(plan, occupant, key=_END)
     finally:
-        for pod, node in planned:
+        for pod, node in reversed(planned):
             state.unplace(node, pod)
     return found
+
+
+def placed_pods(
+    state: CycleState, assignments: Sequence[tuple[PodInfo, int]]
+) -> tuple[tuple[PodInfo, int], ...]:
+    """The pods as placed on their nodes (`node_name` set): taken away and put back, a
+    pod on a node gets the very GPU devices it held (`DeviceRooms._move_devices`), where
+    a waiting pod would take any free ones, maybe one another pod taken away holds."""
+    nodes = state.index.nodes
+    return tuple((replace(pod, node_name=nodes[node].name), node) for pod, node in assignments)
 
 
 def _END(occupant: Occupant) -> float:
