@@ -59,6 +59,7 @@ from bench.e2e.measure import Endpoint, watch_events
 from phalanx.cluster import LocalCluster, load_description
 
 RESULTS = common.RESULTS / "chaos.json"
+PREEMPTION_RESULTS = common.RESULTS / "chaos-preemption.json"
 LEASE_NAMESPACE = "phalanx-system"
 PATIENCE = 120.0  # upper bound of any single wait; outcomes are asserted, not speed
 TRACEBACK = "Traceback (most recent call last)"
@@ -156,7 +157,8 @@ class PodFeed:
         self._lock = lock
         self._stop = threading.Event()
         self.synced = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="chaos pod feed", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"chaos feed {self.path}",
+                                        daemon=True)
 
     def start(self) -> PodFeed:
         self._thread.start()
@@ -172,26 +174,31 @@ class PodFeed:
             with contextlib.suppress(OSError, http.client.HTTPException, ValueError):
                 self._watch(self._list())
 
+    path = "/api/v1/pods"
+
     def _list(self) -> str:
-        listing = json.loads(self._endpoint.get_text("/api/v1/pods"))
-        now = time.monotonic()
+        listing = json.loads(self._endpoint.get_text(self.path))
+        now, wall = time.monotonic(), time.time()
         with self._lock:
             known = {key for key in self._invariants.pods}
             listed = set()
             for pod in listing.get("items") or []:
                 meta = pod["metadata"]
                 listed.add(f"{meta['namespace']}/{meta['name']}")
-                self._invariants.observe(pod, False, now)
+                self._invariants.observe(pod, False, now, wall)
             for key in known - listed:
                 namespace, name = key.split("/", 1)
                 gone = {"metadata": {"namespace": namespace, "name": name}}
-                self._invariants.observe(gone, True, now)
+                self._invariants.observe(gone, True, now, wall)
         return str(listing["metadata"]["resourceVersion"])
+
+    def _observe(self, body: dict[str, Any], deleted: bool) -> None:
+        self._invariants.observe(body, deleted, time.monotonic(), time.time())
 
     def _watch(self, version: str) -> None:
         connection = self._endpoint.connection(timeout=None)
         try:
-            connection.request("GET", f"/api/v1/pods?watch=1&resourceVersion={version}"
+            connection.request("GET", f"{self.path}?watch=1&resourceVersion={version}"
                                "&timeoutSeconds=600", headers=self._endpoint.headers())
             response = connection.getresponse()
             if response.status != 200:
@@ -202,8 +209,7 @@ class PodFeed:
                     return
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                     with self._lock:
-                        self._invariants.observe(event["object"], event["type"] == "DELETED",
-                                                 time.monotonic())
+                        self._observe(event["object"], event["type"] == "DELETED")
         finally:
             connection.close()
 
@@ -523,7 +529,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["restart", "failover"], default=None)
     parser.add_argument("--election", default=None, metavar="LEASE,RENEW,RETRY",
                         help="leader election seconds instead of the defaults, e.g. 15,10,2")
+    parser.add_argument("--preemption", action="store_true",
+                        help="the preemption-and-reclaim mix instead (bench.chaos.preemption): "
+                             f"--seeds runs from --seed on, into {PREEMPTION_RESULTS.name}")
+    parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.preemption:
+        return _preemption(args, argv)
     if not args.render:
         election = None
         if args.election:
@@ -543,6 +555,62 @@ def main(argv: list[str] | None = None) -> int:
     for violation in failed:
         print(f"VIOLATION: {violation}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _preemption(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """`--preemption`: the mix's seeds on one cluster, one after the other."""
+    from bench.chaos.preemption import full_mix, run_mix  # it builds on this module
+
+    output = args.output if args.output != RESULTS else PREEMPTION_RESULTS
+    if not args.render:
+        began = time.monotonic()
+        description = load_description(ROOT / args.cluster)
+        tmp = tempfile.mkdtemp(prefix="phalanx-chaos-preemption-")
+        print(f"operator logs and the cluster in {tmp}", flush=True)
+        outcomes = []
+        with LocalCluster(Path(tmp) / "cluster", die_with_parent=True) as cluster:
+            cluster.prepare(description)
+            for scenario in full_mix(args.seed, args.seeds):
+                outcome = run_mix(cluster, scenario, Path(tmp),
+                                  lambda line: print(line, flush=True))
+                print(json.dumps(outcome.to_json()), flush=True)
+                outcomes.append(outcome)
+        results = {
+            "command": "python -m bench.chaos" + "".join(
+                f" {a}" for a in (sys.argv[1:] if argv is None else argv)),
+            "finished_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "duration_s": round(time.monotonic() - began, 1),
+            "cluster": {"file": args.cluster, "nodes": len(description.hosts),
+                        "gpus": description.gpus},
+            "machine": {"cpus": _cpus(), "python": platform.python_version()},
+            "operator": _operator_source(),
+            "scenarios": [o.to_json() for o in outcomes],
+        }
+        output.write_text(json.dumps(results, indent=2) + "\n")
+    results = json.loads(output.read_text())
+    if output.resolve() == PREEMPTION_RESULTS:
+        common.write([generated()])
+    failed = [v for s in results["scenarios"] for v in s["violations"]]
+    for violation in failed:
+        print(f"VIOLATION: {violation}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _operator_source() -> str:
+    """Where the operator's code came from: the working tree's commit (and whether the
+    tree differed from it), or a snapshot put first on PYTHONPATH (e.g. `git archive HEAD
+    operator` into /tmp/phalanx-snap-<commit>, so that others' edits in progress in a
+    shared tree do not run)."""
+    import phalanx
+
+    package = Path(phalanx.__file__).resolve().parent
+    if not package.is_relative_to(ROOT):
+        return f"snapshot {package.parent.parent.name}"
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "operator"],
+                           capture_output=True, text=True).stdout.strip()
+    return f"working tree at {head}" + (" with local changes" if dirty else "")
 
 
 def run_all(scenarios: list[Scenario], cluster_file: Path,

@@ -26,6 +26,9 @@ class ChaosGang:
     gpus_per_pod: int
     arrival: float  # seconds after the start of submission
     runtime: int  # seconds from Running to Succeeded
+    priority_class: str = ""  # the preemption mix: PodGroup's and pods' PriorityClass
+    queue: str = ""  # the preemption mix: the PodGroup's Queue
+    required: str = ""  # the preemption mix: the NetworkTopology level it must fit in
 
     def pod_names(self) -> frozenset[str]:
         return frozenset(f"{self.name}-{i}" for i in range(self.pods))
@@ -45,13 +48,20 @@ def draw_gangs(seed: int, count: int, submit_seconds: float, runtimes: tuple[int
 
 def gang_objects(gang: ChaosGang, namespace: str) -> list[dict[str, Any]]:
     """The PodGroup (all pods required) first, then its pods."""
+    spec: dict[str, Any] = {"minMember": gang.pods}
+    if gang.priority_class:
+        spec["priorityClassName"] = gang.priority_class
+    if gang.queue:
+        spec["queue"] = gang.queue
+    if gang.required:
+        spec["topology"] = {"required": gang.required}
     group = {
         "apiVersion": PODGROUP_API, "kind": "PodGroup",
         "metadata": {"name": gang.name, "namespace": namespace},
-        "spec": {"minMember": gang.pods},
+        "spec": spec,
     }
     gpus = str(gang.gpus_per_pod)
-    pods = [
+    pods: list[dict[str, Any]] = [
         {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace,
@@ -65,6 +75,9 @@ def gang_objects(gang: ChaosGang, namespace: str) -> list[dict[str, Any]]:
         }
         for name in sorted(gang.pod_names())
     ]
+    if gang.priority_class:
+        for body in pods:
+            body["spec"]["priorityClassName"] = gang.priority_class
     return [group, *pods]
 
 

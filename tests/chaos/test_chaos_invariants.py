@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.chaos.invariants import Invariants
+from bench.chaos.invariants import GangInfo, Invariants
 
 NS = "chaos"
 LABEL = "scheduling.phalanx.io/pod-group"
@@ -67,3 +67,87 @@ def test_pods_never_bound_are_reported_and_an_open_partial_is_closed_at_the_end(
     invariants.finish(11.0)
     assert invariants.unbound() == ["g-1", "h-0"]
     assert invariants.partial_episodes == [("g", 10.0)]
+
+
+def evicting(name: str, uid: str, node: str = "n1", asked: str = "", deleting: bool = False,
+             version: int = 1, group: str = "g") -> dict[str, Any]:
+    """A pod of `group` bound on `node`; `asked`: the stamp of Phalanx's DisruptionTarget."""
+    body = pod(name, node, group=group, phase="Running")
+    body["metadata"].update(uid=uid, resourceVersion=str(version))
+    if deleting:
+        body["metadata"]["deletionTimestamp"] = "2026-12-05T10:00:00Z"
+    if asked:
+        body["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
+                                         "reason": "PreemptionByScheduler", "message":
+                                         "phalanx: preempted by chaos/h (priority 1000)",
+                                         "lastTransitionTime": asked}]
+    return body
+
+
+def test_an_eviction_asked_again_of_a_pod_being_deleted_is_an_eviction_twice() -> None:
+    invariants = watching(g=2)
+    invariants.observe(evicting("g-0", "u0"), False, 1.0)
+    invariants.observe(evicting("g-0", "u0", asked="t1"), False, 2.0)
+    invariants.observe(evicting("g-0", "u0", asked="t2"), False, 2.5)  # retried: not twice
+    invariants.observe(evicting("g-0", "u0", deleting=True), False, 3.0)  # the API's own
+    assert invariants.evicted_twice() == []
+    assert [e.why for e in invariants.evicted.values()] == [
+        "phalanx: preempted by chaos/h (priority 1000)"]
+    invariants.observe(evicting("g-0", "u0", asked="t2", deleting=True), False, 4.0)
+    assert invariants.evicted_twice() == ["chaos/g-0"]
+
+
+def test_gangs_end_bound_waiting_evicted_whole_or_lost() -> None:
+    invariants = watching(b=1, w=1, e=2, lost=2)
+    invariants.observe(evicting("b-0", "ub", group="b"), False, 1.0)
+    invariants.observe(pod("w-0", group="w"), False, 1.0)
+    for name in ("e-0", "e-1", "lost-0", "lost-1"):
+        invariants.observe(evicting(name, name, group=name[:-2]), False, 1.0)
+    for name in ("e-0", "e-1", "lost-0"):
+        invariants.observe(evicting(name, name, group=name[:-2]), True, 2.0)
+    assert invariants.gang_states() == {"b": "bound", "w": "waiting", "e": "evicted",
+                                        "lost": "lost"}
+
+
+def held(name: str, version: int, reason: str = "Preempting",
+         expires: str = "2999-01-01T00:00:00Z") -> dict[str, Any]:
+    nominated = {"nodes": ["n1"], "reason": reason, "since": "2026-12-05T10:00:00Z",
+                 "expires": expires}
+    return {"metadata": {"name": name, "namespace": NS, "resourceVersion": str(version)},
+            "status": {"nominated": nominated}}
+
+
+def test_a_lower_gang_bound_on_a_held_node_while_held_is_a_violation() -> None:
+    invariants = watching(h=1, low=1, high=1, early=1, late=1)
+    for gang, priority in {"h": 100, "low": 0, "high": 1000, "early": 0, "late": 0}.items():
+        invariants.info[gang] = GangInfo(priority, "q")
+    invariants.observe(pod("early-0", "n1", group="early") | {"metadata": {
+        "name": "early-0", "namespace": NS, "labels": {LABEL: "early"},
+        "resourceVersion": "5"}}, False, 1.0, 1.0)
+    invariants.observe_group(held("h", 10), False)
+    invariants.observe(evicting("high-0", "u1", version=11, group="high"), False, 2.0, 2.0)
+    invariants.observe(evicting("h-0", "u2", version=12, group="h"), False, 2.0, 2.0)
+    invariants.observe(evicting("low-0", "u3", version=13, group="low"), False, 2.0, 2.0)
+    invariants.observe_group({"metadata": {"name": "h", "namespace": NS,
+                                           "resourceVersion": "20"}, "status": {}}, False)
+    invariants.observe(evicting("late-0", "u4", version=21, group="late"), False, 3.0, 3.0)
+    violations = invariants.nomination_violations()
+    assert len(violations) == 1 and violations[0].startswith("chaos/low-0 (group low")
+
+
+def test_a_reserved_hold_lends_its_room_to_its_own_queue_only() -> None:
+    invariants = watching(h=1, mine=1, other=1)
+    invariants.info.update(h=GangInfo(100, "a"), mine=GangInfo(0, "a"), other=GangInfo(0, "b"))
+    invariants.observe_group(held("h", 10, reason="Reserved"), False)
+    invariants.observe(evicting("mine-0", "u1", version=11, group="mine"), False, 2.0, 2.0)
+    invariants.observe(evicting("other-0", "u2", version=12, group="other"), False, 2.0, 2.0)
+    assert [v.split(" ")[0] for v in invariants.nomination_violations()] == ["chaos/other-0"]
+
+
+def test_an_expired_hold_holds_nothing() -> None:
+    invariants = watching(h=1, low=1)
+    invariants.info.update(h=GangInfo(100, "a"), low=GangInfo(0, "a"))
+    invariants.observe_group(held("h", 10, expires="2026-12-05T10:00:00Z"), False)
+    invariants.observe(evicting("low-0", "u1", version=11, group="low"), False, 2.0,
+                       1_900_000_000.0)
+    assert invariants.nomination_violations() == []
