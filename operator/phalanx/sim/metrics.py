@@ -77,7 +77,8 @@ def summarise(result: SimResult) -> dict[str, Any]:
             [float(np.percentile(jcts, p)) for p in CDF_PERCENTILES] if jcts else []
         ),
         **preemption(arrived, end),
-        **time_figures(arrived, end, max((n.gpus for n in result.cluster.nodes), default=0)),
+        **time_figures(arrived, end, max((n.gpus for n in result.cluster.nodes), default=0),
+                       result.config.cycle_period),
         "multi_node_gangs": len(multi),
         "multi_node_in_one_rack": _share(in_rack, len(multi)),
         "multi_node_in_one_block": _share(in_block, len(multi)),
