@@ -27,7 +27,6 @@ from phalanx.core.model.inputs import FINISHED_PHASES
 
 GPU = "nvidia.com/gpu"
 DISRUPTION_TARGET = "DisruptionTarget"
-PREEMPTING = "Preempting"
 BY_SCHEDULER = "PreemptionByScheduler"  # the DisruptionTarget reason Phalanx writes
 
 
@@ -175,9 +174,10 @@ class Invariants:
 
     def nomination_violations(self) -> list[str]:
         """Bindings of a gang's pod onto a node held for another gang of higher priority
-        (a Preempting hold: any lower or equal gang; a Reserved hold lends its room to its
-        own queue: a lower or equal gang of another queue), while the hold was live: seen
-        after the hold and before its release (resource versions), before it expired."""
+        (any lower or equal gang, Preempting or Reserved: a Reserved hold lets in only a
+        gang whose runtime limit ends by its start, and the chaos gangs declare no limit),
+        while the hold was live: seen after the hold and before its release (resource
+        versions), before it expired."""
         found = []
         holds = self.all_holds()
         for b in self.bindings:
@@ -189,8 +189,6 @@ class Invariants:
                     continue
                 holder = self.info.get(h.group, GangInfo())
                 if mine.priority > holder.priority:
-                    continue
-                if h.reason != PREEMPTING and mine.queue == holder.queue:
                     continue
                 after = [o for o in holds if o.group == h.group and o.since == h.until]
                 kept = "ended" if not after else (

@@ -135,13 +135,16 @@ def test_a_lower_gang_bound_on_a_held_node_while_held_is_a_violation() -> None:
     assert len(violations) == 1 and violations[0].startswith("chaos/low-0 (group low")
 
 
-def test_a_reserved_hold_lends_its_room_to_its_own_queue_only() -> None:
+def test_a_reserved_hold_lends_its_room_to_no_gang_without_a_runtime_limit() -> None:
+    """Reserved room takes only a lower gang that ends by its start (backfill); the chaos
+    gangs declare no runtime limit, so any lower gang there, of any queue, is a violation."""
     invariants = watching(h=1, mine=1, other=1)
     invariants.info.update(h=GangInfo(100, "a"), mine=GangInfo(0, "a"), other=GangInfo(0, "b"))
     invariants.observe_group(held("h", 10, reason="Reserved"), False)
     invariants.observe(evicting("mine-0", "u1", version=11, group="mine"), False, 2.0, 2.0)
     invariants.observe(evicting("other-0", "u2", version=12, group="other"), False, 2.0, 2.0)
-    assert [v.split(" ")[0] for v in invariants.nomination_violations()] == ["chaos/other-0"]
+    assert [v.split(" ")[0] for v in invariants.nomination_violations()] == [
+        "chaos/mine-0", "chaos/other-0"]
 
 
 def test_an_expired_hold_holds_nothing() -> None:
