@@ -72,11 +72,20 @@ def test_kubectl_get_shows_the_printer_columns(cluster: LocalCluster, namespace:
                                      "placement": {"summary": "rack rack-0-1, 8 nodes"}}}),
     )
     (row,) = table(cluster.kubectl("get", "pg", "-n", namespace).stdout)
-    assert list(row) == ["NAME", "PHASE", "MINMEMBER", "RUNNING", "QUEUE", "PLACEMENT", "AGE"]
+    assert list(row) == ["NAME", "PHASE", "MINMEMBER", "RUNNING", "QUEUE", "PLACEMENT",
+                         "EXPECTED-START", "AGE"]  # fmt: skip
     assert row | {"AGE": ""} == {
         "NAME": "train-rack", "PHASE": "Running", "MINMEMBER": "8", "RUNNING": "8",
-        "QUEUE": "team-a", "PLACEMENT": "rack rack-0-1, 8 nodes", "AGE": "",
+        "QUEUE": "team-a", "PLACEMENT": "rack rack-0-1, 8 nodes", "EXPECTED-START": "",
+        "AGE": "",
     }
+    cluster.kubectl(  # waiting again, with a start expected (as Slurm's squeue --start)
+        "patch", "pg", "train-rack", "-n", namespace, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"phase": "Pending", "running": 0, "placement": None,
+                                     "expectedStart": {"at": "2026-12-05T14:20:00Z"}}}),
+    )
+    (row,) = table(cluster.kubectl("get", "pg", "-n", namespace).stdout)
+    assert (row["PHASE"], row["EXPECTED-START"]) == ("Pending", "2026-12-05T14:20:00Z")
     name = f"columns-{secrets.token_hex(3)}"
     cluster.apply([{"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "Queue",
                     "metadata": {"name": name}, "spec": {"weight": 2, "parent": "team-a"}}])
