@@ -185,7 +185,7 @@ class Invariants:
             for h in holds:
                 if h.group == b.group or b.node not in h.nodes or b.wall >= h.expires:
                     continue
-                if not h.since < b.version < h.until:
+                if not h.since < b.version < h.until or self._released_by_placing(h, b):
                     continue
                 holder = self.info.get(h.group, GangInfo())
                 if mine.priority > holder.priority:
@@ -201,6 +201,15 @@ class Invariants:
                              f"{holder.queue}) from version {h.since}; that hold {kept} at "
                              f"version {h.until}; {h.group} bound on {landed}")
         return found
+
+    def _released_by_placing(self, hold: Hold, binding: Binding) -> bool:
+        """The holder was placed elsewhere (off its held nodes) while its hold still
+        showed, and the binding came in that cycle or after: a hold goes once its group is
+        placed, in the cycle that places it, and the status write that removes it may land
+        after that cycle's other bindings (one second: a cycle's writes)."""
+        placed = [b.wall for b in self.bindings if b.group == hold.group
+                  and b.version < hold.until and b.node not in hold.nodes]  # fmt: skip
+        return bool(placed) and binding.wall >= min(placed) - 1.0
 
     def evicted_twice(self) -> list[str]:
         """Pods asked to be evicted again (Phalanx's DisruptionTarget condition written

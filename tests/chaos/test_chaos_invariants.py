@@ -154,3 +154,20 @@ def test_an_expired_hold_holds_nothing() -> None:
     invariants.observe(evicting("low-0", "u1", version=11, group="low"), False, 2.0,
                        1_900_000_000.0)
     assert invariants.nomination_violations() == []
+
+
+def test_a_hold_goes_with_the_cycle_that_places_its_holder_elsewhere() -> None:
+    """`h` is placed on n2 while its hold on n1 still shows; `low`, placed in that cycle on
+    n1, takes nothing (the status write removing the hold lands after it). A lower gang on
+    n1 a cycle before `h` was placed is still a violation."""
+    invariants = watching(h=1, low=1, early=1)
+    invariants.info.update(h=GangInfo(1000, "a"), low=GangInfo(0, "a"), early=GangInfo(0, "a"))
+    invariants.observe_group(held("h", 10), False)
+    invariants.observe(evicting("early-0", "u0", version=11, group="early"), False, 1.0, 1.0)
+    invariants.observe(pod("h-0", "n2", group="h") | {"metadata": {
+        "name": "h-0", "namespace": NS, "labels": {LABEL: "h"},
+        "resourceVersion": "20"}}, False, 5.0, 5.0)
+    invariants.observe(evicting("low-0", "u1", version=19, group="low"), False, 5.0, 5.0)
+    invariants.observe_group({"metadata": {"name": "h", "namespace": NS,
+                                           "resourceVersion": "21"}, "status": {}}, False)
+    assert [v.split(" ")[0] for v in invariants.nomination_violations()] == ["chaos/early-0"]
