@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from phalanx.cluster import LocalCluster
@@ -141,3 +142,16 @@ def stop_operator(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         kill_operator(process)
+
+
+@contextlib.asynccontextmanager
+async def kube_scheduler_if(cluster: LocalCluster, gated: bool) -> AsyncIterator[None]:
+    """The real kube-scheduler for the length of a gate-mode test (binder mode: none)."""
+    if not gated:
+        yield
+        return
+    await asyncio.to_thread(cluster.start_scheduler)
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(cluster.stop_scheduler)

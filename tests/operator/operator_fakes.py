@@ -55,6 +55,16 @@ def pod(name: str, namespace: str = "ns", node: str | None = None, group: str | 
             "status": {"phase": phase}}
 
 
+def gpu_pod(name: str, group: str, node_name: str | None = None,
+            started: str | None = None) -> dict[str, Any]:
+    """A pod of `group` asking for a whole 8-GPU node, running there from `started`."""
+    body = pod(name, group=group, node=node_name, phase="Running" if node_name else "Pending")
+    body["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]
+    if started:
+        body["status"]["startTime"] = started
+    return body
+
+
 def podgroup(name: str = "g", namespace: str = "ns", min_member: int = 2,
              status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "scheduling.phalanx.io/v1alpha1", "kind": "PodGroup",

@@ -11,13 +11,20 @@ the free node; one whose deadline is later is kept out, and says why.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
 import pytest
-from operator_e2e import GATE, apply, condition, eventually, gang, group_of, pods_in
+from operator_e2e import (
+    GATE,
+    apply,
+    condition,
+    eventually,
+    gang,
+    group_of,
+    kube_scheduler_if,
+    pods_in,
+)
 
 from phalanx.cluster import LocalCluster
 from phalanx.operator.main import Operator
@@ -25,18 +32,6 @@ from phalanx.operator.main import Operator
 pytestmark = pytest.mark.e2e
 
 RACKS = 8
-
-
-@contextlib.asynccontextmanager
-async def kube_scheduler_if(cluster: LocalCluster, gated: bool) -> AsyncIterator[None]:
-    if not gated:
-        yield
-        return
-    await asyncio.to_thread(cluster.start_scheduler)
-    try:
-        yield
-    finally:
-        await asyncio.to_thread(cluster.stop_scheduler)
 
 
 def filled(gated: bool) -> list[dict[str, Any]]:

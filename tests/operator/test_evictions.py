@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
+from operator_fakes import (
+    QUEUE,
+    TOPOLOGY,
+    FakeApi,
+    gpu_pod,
+    node,
+    podgroup,
+    settled_cycle,
+)
 
 from phalanx.config import EvictionMode, Preemption, Settings
 from phalanx.core.cycle import run_cycle
@@ -23,15 +31,6 @@ NOW = 10_000.0
 def priority_class(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
             "metadata": {"name": name}, "value": value}
-
-
-def gpu_pod(name: str, group: str, node_name: str | None = None,
-            started: str | None = None) -> dict[str, Any]:
-    body = pod(name, group=group, node=node_name, phase="Running" if node_name else "Pending")
-    body["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]
-    if started:
-        body["status"]["startTime"] = started
-    return body
 
 
 def full_cluster() -> list[dict[str, Any]]:

@@ -11,11 +11,10 @@ how many pods may go, and the Eviction API refuses the rest (HTTP 429).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from operator_e2e import (
     gang,
     group_of,
     kill_operator,
+    kube_scheduler_if,
     kubectl_json,
     pods_in,
     start_operator,
@@ -71,18 +71,6 @@ def queues(cluster: LocalCluster) -> Iterator[None]:
     yield
     cluster.kubectl("delete", "queues.scheduling.phalanx.io", *names, "--ignore-not-found",
                     check=False)
-
-
-@contextlib.asynccontextmanager
-async def kube_scheduler_if(cluster: LocalCluster, gated: bool) -> AsyncIterator[None]:
-    if not gated:
-        yield
-        return
-    await asyncio.to_thread(cluster.start_scheduler)
-    try:
-        yield
-    finally:
-        await asyncio.to_thread(cluster.stop_scheduler)
 
 
 class PodHistory:

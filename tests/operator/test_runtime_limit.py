@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
+from operator_fakes import (
+    QUEUE,
+    TOPOLOGY,
+    FakeApi,
+    gpu_pod,
+    node,
+    podgroup,
+    settled_cycle,
+)
 
 from phalanx.config import Settings
 from phalanx.core.cycle import run_cycle
@@ -33,15 +41,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def gpu_pod(name: str, group: str, node_name: str | None = None,
-            started: str | None = None) -> dict[str, Any]:
-    body = pod(name, group=group, node=node_name, phase="Running" if node_name else "Pending")
-    body["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]
-    if started:
-        body["status"]["startTime"] = started
-    return body
 
 
 def one_rack(started: str, limit: int | None = 3600) -> list[dict[str, Any]]:

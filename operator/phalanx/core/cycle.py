@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 
 from phalanx.core.admission.admit import OverCapability, admit, seed_ledger
 from phalanx.core.admission.members import GroupWork, Problem, Settled, build_works
@@ -15,6 +14,7 @@ from phalanx.core.admission.partial import release_partial
 from phalanx.core.admission.queues import QueueLedger
 from phalanx.core.explain.unplaced import explain
 from phalanx.core.model.backoff import is_held, next_backoff
+from phalanx.core.model.clock import clock_time
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.eviction import Eviction
 from phalanx.core.model.inputs import PodInfo, QueueInfo
@@ -210,7 +210,7 @@ def _no_later_than_reserved(expected: ExpectedStart, decision: GroupDecision) ->
         return expected
     if expected.at is not None and expected.at <= held.start:
         return expected
-    when = datetime.fromtimestamp(held.start, UTC).strftime("%H:%M")
+    when = clock_time(held.start)
     message = f"expected to start by {when} UTC, on the {len(held.nodes)} nodes reserved for it"
     return ExpectedStart(expected.group, held.start, expected.waits_for, message)
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from functools import partial
 
 from phalanx.core.admission.admit import OverCapability
 from phalanx.core.admission.members import GroupWork
 from phalanx.core.admission.queues import QueueLedger, Shortfall
+from phalanx.core.model.clock import clock_time
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.eviction import Eviction, EvictionReason
 from phalanx.core.model.inputs import PodInfo
@@ -167,7 +167,7 @@ class Preemptions(Reservations):
                 why = f"its runtime limit ({limit}s) ends after that"
             count, start = len(hold.nodes), hold.nomination.start
             nodes = "1 node is" if count == 1 else f"{count} nodes are"
-            when = f" from {_clock(start)} UTC" if start is not None else ""
+            when = f" from {clock_time(start)} UTC" if start is not None else ""
             return f"; {nodes} reserved for {holder}{when}, and {why}"
         return ""
 
@@ -412,15 +412,12 @@ def _covers(units: Sequence[Unit], excess: Mapping[str, int]) -> bool:
     return all(sum(u.requests.get(r, 0) for u in units) >= a for r, a in excess.items())
 
 
-def _clock(moment: float) -> str:
-    return datetime.fromtimestamp(moment, UTC).strftime("%H:%M")
-
 
 def work_lost_note(unit: Unit) -> str:
     """"; it loses 2.1 GPU-h of work, since its checkpoint at 13:02" (times in UTC)."""
     if unit.lost <= 0.0 and not unit.checkpointed:
         return "; it loses no work: it had not started"
-    when = _clock(unit.saved)
+    when = clock_time(unit.saved)
     since = f"its checkpoint at {when}" if unit.checkpointed else f"it started at {when}"
     return f"; it loses {unit.lost / 3600:.1f} GPU-h of work, done since {since} UTC"
 

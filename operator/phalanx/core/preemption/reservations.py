@@ -20,11 +20,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from functools import partial
 from operator import attrgetter
 
 from phalanx.core.admission.members import GroupWork
+from phalanx.core.model.clock import clock_time
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.eviction import Eviction
 from phalanx.core.model.inputs import PodInfo
@@ -350,5 +350,5 @@ def _reserved_note(nomination: Nomination) -> str:
     count = len(nomination.nodes)
     if nomination.start is None:
         return f"; it waited long: {count} nodes are reserved for it"
-    when = datetime.fromtimestamp(nomination.start, UTC).strftime("%H:%M")
+    when = clock_time(nomination.start)
     return f"; {count} nodes are reserved for it from {when} UTC"

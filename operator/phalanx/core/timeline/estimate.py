@@ -20,8 +20,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
+from phalanx.core.model.clock import clock_time
 from phalanx.core.model.inputs import PodInfo
 from phalanx.core.model.names import GroupKey
 from phalanx.core.model.result import ExpectedStart
@@ -199,10 +199,10 @@ def _expected(state: CycleState, gang: Waiting, start: Start, now: float) -> Exp
     where = _where(state, gang.request, start.placement)
     count = len(start.waits_for)
     if count == 0:
-        message = f"expected to start by {_clock(start.at)} UTC{where}"
+        message = f"expected to start by {clock_time(start.at)} UTC{where}"
     else:
         noun = "gang reaches its limit" if count == 1 else "gangs reach their limits"
-        message = f"expected to start by {_clock(start.at)} UTC, when {count} {noun}{where}"
+        message = f"expected to start by {clock_time(start.at)} UTC, when {count} {noun}{where}"
     return ExpectedStart(gang.key, start.at, start.waits_for, message)
 
 
@@ -212,9 +212,6 @@ def _where(state: CycleState, request: GangRequest, placement: GangPlacement) ->
     tree = state.tree(request.topology)
     return f" in {tree.levels[placement.level]} {tree.name(placement.domain)}"
 
-
-def _clock(moment: float) -> str:
-    return datetime.fromtimestamp(moment, UTC).strftime("%H:%M")
 
 
 def running_occupants(index: ClusterIndex, now: float) -> list[Occupant]:

@@ -13,9 +13,9 @@ makes the limit safe to plan with.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 
 from phalanx.core.admission.members import GroupWork
+from phalanx.core.model.clock import clock_time
 from phalanx.core.model.eviction import Eviction, EvictionReason
 from phalanx.core.model.inputs import GroupInfo, PodInfo, QueueInfo
 from phalanx.core.model.status import Problem, Reason, StatusCode
@@ -78,7 +78,7 @@ def past_limit(
         began = started(work.running)
         if limit is None or began is None or now < began + limit:
             continue
-        message = f"ran past its runtime limit of {limit}s (started at {_clock(began)} UTC)"
+        message = f"ran past its runtime limit of {limit}s (started at {clock_time(began)} UTC)"
         evictions.extend(
             Eviction(pod.key, work.key, EvictionReason.RUNTIME_LIMIT, work.key, message)
             for pod in work.running
@@ -86,6 +86,3 @@ def past_limit(
         )
     return evictions
 
-
-def _clock(moment: float) -> str:
-    return datetime.fromtimestamp(moment, UTC).strftime("%H:%M")
