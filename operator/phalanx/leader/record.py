@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from phalanx import __version__
+from phalanx.core.model.names import OPERATOR_VERSION_ANNOTATION
+
 
 class Action(enum.Enum):
     ACQUIRE = "acquire"  # the lease is free or expired: take it
@@ -28,6 +31,7 @@ class LeaseRecord:
     renew_time: str = ""
     acquire_time: str = ""
     resource_version: str = ""
+    operator_version: str = ""  # what the last writer recorded (OPERATOR_VERSION_ANNOTATION)
 
     @property
     def version(self) -> tuple[str, str, str]:
@@ -37,13 +41,16 @@ class LeaseRecord:
 
 def parse_lease(obj: Mapping[str, Any]) -> LeaseRecord:
     spec = obj.get("spec") or {}
+    metadata = obj.get("metadata") or {}
     return LeaseRecord(
         holder=str(spec.get("holderIdentity") or ""),
         duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
         transitions=int(spec.get("leaseTransitions") or 0),
         renew_time=str(spec.get("renewTime") or ""),
         acquire_time=str(spec.get("acquireTime") or ""),
-        resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""),
+        resource_version=str(metadata.get("resourceVersion") or ""),
+        operator_version=str((metadata.get("annotations") or {}).get(OPERATOR_VERSION_ANNOTATION)
+                             or ""),
     )
 
 
@@ -73,7 +80,12 @@ def lease_body(
     renew_time: str,
     resource_version: str = "",
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    # Every write records the writer's version: the holder's, while it leads.
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "annotations": {OPERATOR_VERSION_ANNOTATION: __version__},
+    }
     if resource_version:
         metadata["resourceVersion"] = resource_version  # optimistic concurrency on update
     spec: dict[str, Any] = {

@@ -47,6 +47,10 @@ GANG_GATE = "scheduling.phalanx.io/gang"
 DEFAULT_QUEUE = "default"
 DEFAULT_TOPOLOGY = "default"
 
+# On the leader election Lease: the version of the operator that last wrote it (its holder),
+# so `kubectl phalanx install-check` can tell which operator leads
+OPERATOR_VERSION_ANNOTATION = "scheduling.phalanx.io/operator-version"
+
 UPSTREAM_API_GROUP = "scheduling.k8s.io"  # Kubernetes' own Workload API (v1alpha2 PodGroups)
 
 # Phalanx's own settings where no PodGroup field can carry them: on an upstream PodGroup
