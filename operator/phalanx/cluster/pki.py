@@ -86,13 +86,19 @@ class ServingPair:
     key: Path
 
 
-def write_loopback_serving(folder: Path, name: str) -> ServingPair:
+def write_loopback_serving(
+    folder: Path, name: str, not_after: datetime.datetime | None = None
+) -> ServingPair:
     """A fresh CA and a serving certificate for 127.0.0.1 and localhost, in the file names
     controller-runtime's webhook server reads from its certificate folder (tls.crt, tls.key):
-    kube-apiserver calls a webhook served on loopback and verifies it against `ca.crt`."""
+    kube-apiserver calls a webhook served on loopback and verifies it against `ca.crt`.
+    `not_after` ends the serving certificate's validity then (in the past: an expired one,
+    as a webhook whose certificate was never renewed serves)."""
     folder.mkdir(parents=True, exist_ok=True)
     ca_key, ca_cert = _authority(f"{name}-local-ca")
-    key, cert = _serving(ca_key, ca_cert, name, dns=("localhost",), ips=("127.0.0.1",))
+    key, cert = _serving(
+        ca_key, ca_cert, name, dns=("localhost",), ips=("127.0.0.1",), not_after=not_after
+    )
     pair = ServingPair(ca_cert=folder / "ca.crt", cert=folder / "tls.crt", key=folder / "tls.key")
     _write(pair.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM))
     _write(pair.cert, cert.public_bytes(serialization.Encoding.PEM))
@@ -132,11 +138,14 @@ def _serving(
     common_name: str,
     dns: tuple[str, ...],
     ips: tuple[str, ...],
+    not_after: datetime.datetime | None = None,
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
     names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns]
     names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    if not_after is not None:
+        now = not_after - VALIDITY
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))

@@ -57,15 +57,26 @@ class Kubectl:
             flags += ["--context", self.context]
         return [self.binary, *flags, *args]
 
-    def get_json(self, *args: str) -> Obj:
+    def attempt(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run `kubectl ARGS`, whatever its exit status (the caller reads it)."""
         try:
-            done = self.runner(self.command("get", *args, "-o", "json"))
+            return self.runner(self.command(*args))
         except FileNotFoundError:
             raise PluginError(
                 f"{self.binary} not found; install kubectl or set PHALANX_KUBECTL"
             ) from None
+
+    def get_json(self, *args: str) -> Obj:
+        return self._json(self.attempt("get", *args, "-o", "json"), f"kubectl get {' '.join(args)}")
+
+    def raw(self, path: str) -> Obj:
+        """`kubectl get --raw PATH` (discovery documents), parsed."""
+        return self._json(self.attempt("get", "--raw", path), f"kubectl get --raw {path}")
+
+    @staticmethod
+    def _json(done: subprocess.CompletedProcess[str], what: str) -> Obj:
         if done.returncode != 0:
-            raise PluginError(done.stderr.strip() or f"kubectl get {' '.join(args)} failed")
+            raise PluginError(done.stderr.strip() or f"{what} failed")
         data = json.loads(done.stdout or "{}")
         return data if isinstance(data, dict) else {}
 

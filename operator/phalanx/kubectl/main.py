@@ -3,6 +3,7 @@
   kubectl phalanx queues                       usage of each queue vs guarantee and capability
   kubectl phalanx explain pg NAME [-n NS]      why a PodGroup waits, with the numbers
   kubectl phalanx topology [--png FILE]        the domain tree with free/total GPUs
+  kubectl phalanx install-check                is Phalanx installed and working? (exit 1: no)
 
 Installed as the `kubectl-phalanx` console script, so kubectl finds it as a plugin.
 """
@@ -14,12 +15,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.parse import snapshot_from_objects
 from phalanx.core.snapshot.picture import Snapshot
+
+if TYPE_CHECKING:
+    from phalanx.config import Settings
 from phalanx.kubectl.fetch import (
     Kubectl,
     PluginError,
@@ -63,6 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
     depth.add_argument("--level", help="show domains down to this level")
     depth.add_argument("--all-levels", action="store_true", help="down to single nodes")
     topology.add_argument("--png", type=Path, help="also draw the tree into this PNG file")
+    check = sub.add_parser(
+        "install-check",
+        help="CRDs, webhooks and their certificates, the operator's leader and version, "
+        "workload kinds, nodes and topology levels; exit 1 if anything failed",
+    )
+    check.add_argument("--cert-warn-days", type=float, default=None, metavar="DAYS",
+                       help="warn when a webhook certificate expires sooner (default 14)")
+    check.add_argument("--crds", type=Path, default=None, metavar="DIR",
+                       help="the CRDs to compare with (default: crds/ of this checkout)")
     return parser
 
 
@@ -79,6 +92,8 @@ def main(
             return _queues(kubectl, out)
         if args.command == "explain":
             return _explain(kubectl, args, config, out)
+        if args.command == "install-check":
+            return _install_check(kubectl, args, out)
         return _topology(kubectl, args, config, out)
     except PluginError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -88,12 +103,39 @@ def main(
 def _scheduler_config(path: Path | None) -> SchedulerConfig:
     if path is None:
         return SchedulerConfig()
+    return _settings(path).scheduler_config()
+
+
+def _settings(path: Path) -> Settings:
     from phalanx.config import SettingsError, load_settings
 
     try:
-        return load_settings(path, env={}).scheduler_config()
+        return load_settings(path, env={})
     except SettingsError as error:
         raise PluginError(str(error)) from None
+
+
+def _install_check(kubectl: Kubectl, args: argparse.Namespace, out: TextIO) -> int:
+    """Exit 1 when any check failed, so scripts can gate on it."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from phalanx.config.settings import LeaderElection
+    from phalanx.kubectl.install_check import failed, format_report, install_report
+    from phalanx.kubectl.install_facts import read_facts
+
+    election = _settings(args.config).leader_election if args.config else LeaderElection()
+    crds = args.crds
+    if crds is None:
+        from phalanx.cluster.local import CRD_DIR
+
+        crds = CRD_DIR
+    facts = read_facts(kubectl, election, crds)
+    if args.cert_warn_days is not None:
+        facts = replace(facts, warn_days=args.cert_warn_days)
+    checks = install_report(facts, datetime.now(UTC))
+    print(format_report(checks), file=out)
+    return 1 if failed(checks) else 0
 
 
 def _snapshot(kubectl: Kubectl) -> Snapshot:
