@@ -13,8 +13,9 @@ end-to-end test asks for it.
   and PodGroup served; the alpha gates on kube-apiserver, kube-controller-manager and
   kube-scheduler, so the Job controller makes a Workload and PodGroup per gang-able Job).
 - `workload_api_kube_scheduler` (function): kube-scheduler on that cluster, with the gates.
-- `jobset_controller`, `lws_controller`, `kubeflow_controller`, `training_operator`
-  (session): the real workload controllers on `cluster` (tests/controller_fixtures.py).
+- `jobset_controller`, `lws_controller`, `kubeflow_controller`, `training_operator`,
+  `kuberay_controller`, `mpi_operator` (session): the real workload controllers on
+  `cluster` (tests/controller_fixtures.py).
 - `small_cluster` (session): the description the nodes came from.
 - `namespace` (function): a fresh namespace on `cluster`, deleted afterwards (the namespace
   controller deletes what is in it; its pods and PodGroups are deleted at once).
@@ -40,7 +41,9 @@ from controller_fixtures import (  # noqa: F401 (fixtures, registered by being h
     jobset_controller,
     jobset_crds,
     kubeflow_controller,
+    kuberay_controller,
     lws_controller,
+    mpi_operator,
     training_operator,
 )
 from phalanx.cluster import ClusterDescription, LocalCluster, load_description

@@ -5,6 +5,10 @@
 - `training_operator`: Kubeflow training-operator v1 (github.com/kubeflow/training-operator:
   PyTorchJob, TFJob, ...) with its CRDs and webhooks.
 - `jobset_crds`: the folder of JobSet's CRDs (built, not installed, no controller run).
+- `kuberay_controller`: KubeRay's ray-operator (github.com/ray-project/kuberay/ray-operator:
+  RayCluster, RayJob) with its CRDs.
+- `mpi_operator`: Kubeflow mpi-operator v2 (github.com/kubeflow/mpi-operator: MPIJob) with its
+  CRD.
 - `kubeflow_controller`: Kubeflow Trainer v2 (github.com/kubeflow/trainer/v2: TrainJob runs as
   a JobSet, so JobSet runs too) with its CRDs, webhooks and the `torch-distributed`
   ClusterTrainingRuntime of its release.
@@ -35,6 +39,8 @@ BUILDS = {
     "kubeflow_controller": ("jobset", "trainer"),
     "jobset_crds": ("jobset",),
     "training_operator": ("training-operator",),
+    "kuberay_controller": ("kuberay",),
+    "mpi_operator": ("mpi-operator",),
 }
 
 
@@ -78,3 +84,13 @@ def jobset_crds() -> Path:
 @pytest.fixture(scope="session")
 def training_operator(cluster: LocalCluster) -> Iterator[Running]:
     yield from running_controller(cluster, "training-operator")
+
+
+@pytest.fixture(scope="session")
+def kuberay_controller(cluster: LocalCluster) -> Iterator[Running]:
+    yield from running_controller(cluster, "kuberay")
+
+
+@pytest.fixture(scope="session")
+def mpi_operator(cluster: LocalCluster) -> Iterator[Running]:
+    yield from running_controller(cluster, "mpi-operator")

@@ -112,7 +112,9 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
                 ("jobset.x-k8s.io", "jobsets"),
                 ("leaderworkerset.x-k8s.io", "leaderworkersets"),
                 ("kubeflow.org", "pytorchjobs"),
+                ("kubeflow.org", "mpijobs"),
                 ("trainer.kubeflow.org", "trainjobs"),
+                ("ray.io", "rayclusters"),
                 ("scheduling.k8s.io", "podgroups"),
             )
             for v in ("get", "list", "watch")

@@ -1,4 +1,5 @@
-"""The real workload controllers (JobSet, LeaderWorkerSet, Kubeflow Trainer) on a local cluster.
+"""The real workload controllers (JobSet, LeaderWorkerSet, Kubeflow Trainer and training-operator,
+KubeRay, mpi-operator) on a local cluster.
 
 `hack/controllers.sh NAME` builds a controller manager from its Go module (pinned), links it
 into `.local/bin` and copies its CRDs and webhook configurations from the module's own
@@ -11,7 +12,9 @@ its release manifests deploy it, with what a laptop lacks replaced on loopback:
   (pod webhooks limited to the controller's pods) applied; the registrations are removed
   before the controller stops, since their failure policy is Fail;
 - its built-in certificate rotation and leader election off; metrics and health probes on
-  free loopback ports; talking to kube-apiserver as the admin;
+  free loopback ports; talking to kube-apiserver as the admin (mpi-operator cannot turn
+  leader election off: it takes its Lease, a stale one deleted first, and its health
+  port is compiled in, so it counts as ready once it logs that its workers started);
 - what its release installs besides (Trainer's `torch-distributed` ClusterTrainingRuntime)
   applied once it serves its webhooks.
 
@@ -71,9 +74,19 @@ class Kind:
     webhook_cert_dir: bool = True  # whether its configuration names the certificate folder
     status_server: bool = False
     rotator: Rotator | None = None
+    # Without a configuration file: its flags for the ports and files (`port_flags`
+    # formatted with webhook, metrics, health and kubeconfig).
+    port_flags: tuple[str, ...] = (
+        "--webhook-server-port={webhook}",
+        "--metrics-bind-address=127.0.0.1:{metrics}",
+        "--health-probe-bind-address=127.0.0.1:{health}",
+    )
+    ready_line: str = ""  # ready once its log has this line (else: /readyz on `health`)
+    lease: str = ""  # "namespace/name" of the Lease it always takes (deleted first)
 
 
-ALL = ("jobset", "lws", "trainer", "training-operator")  # `make run` starts these, in order
+# `make run` starts these, in order
+ALL = ("jobset", "lws", "trainer", "training-operator", "kuberay", "mpi-operator")
 
 KINDS = {
     "jobset": Kind("jobset", "config.jobset.x-k8s.io/v1alpha1", "internalCertManagement"),
@@ -94,6 +107,23 @@ KINDS = {
         "training-operator", "", "", webhook_cert_dir=False,
         rotator=Rotator("kubeflow", "training-operator-webhook-cert",
                         Path("/tmp/k8s-webhook-server/serving-certs")),
+    ),
+    # KubeRay's ray-operator (RayCluster, RayJob, RayService): flags only; its release
+    # (config/default) runs no webhook.
+    "kuberay": Kind(
+        "kuberay", "", "", webhook_cert_dir=False,
+        port_flags=("--metrics-addr=127.0.0.1:{metrics}",
+                    "--health-probe-bind-address=127.0.0.1:{health}"),
+        flags=("--enable-leader-election=false",),
+    ),
+    # Kubeflow mpi-operator v2 (MPIJob v2beta1): flags only, no webhook, no readiness
+    # endpoint (/healthz on its compiled-in port 8080 says nothing of its caches), and
+    # leader election it cannot turn off (its Lease in --lock-namespace).
+    "mpi-operator": Kind(
+        "mpi-operator", "", "", webhook_cert_dir=False,
+        port_flags=("--kubeConfig={kubeconfig}",),
+        flags=("--lock-namespace=kube-system", "--kube-api-qps=100", "--kube-api-burst=200"),
+        ready_line="Started workers", lease="kube-system/mpi-operator",
     ),
 }
 
@@ -140,17 +170,20 @@ def start(cluster: LocalCluster, name: str, timeout: float = 120.0) -> Running:
         ), sort_keys=False))
         arguments = [f"--config={config}"]
     else:
-        arguments = [f"--webhook-server-port={webhook_port}",
-                     f"--metrics-bind-address=127.0.0.1:{metrics_port}",
-                     f"--health-probe-bind-address=127.0.0.1:{health_port}"]
+        arguments = [flag.format(webhook=webhook_port, metrics=metrics_port, health=health_port,
+                                 kubeconfig=cluster.internal_kubeconfig)
+                     for flag in kind.port_flags]
     if kind.rotator is not None:
         env["MY_POD_NAMESPACE"] = kind.rotator.namespace
         _prepare_rotator(cluster, kind.rotator, certs.cert)
+    if kind.lease:
+        namespace, lease = kind.lease.split("/")
+        cluster.kubectl("delete", "lease", lease, "-n", namespace, "--ignore-not-found")
     started = cluster.spawn(
         name, [str(ROOT / ".local" / "bin" / name), *arguments, *kind.flags], env=env,
     )
     try:
-        _wait_ready(started, health_port, timeout)
+        _wait_ready(started, health_port, timeout, kind.ready_line)
         registrations = webhook_configurations(
             _load_all(manifests / "webhooks"), name,
             f"https://127.0.0.1:{webhook_port}", certs.ca_cert.read_bytes(),
@@ -274,14 +307,22 @@ def _load_all(folder: Path) -> list[Any]:
     ]
 
 
-def _wait_ready(started: processes.Started, health_port: int, timeout: float) -> None:
-    """controller-runtime's /readyz: the webhook server is up (certificates read)."""
+def _wait_ready(
+    started: processes.Started, health_port: int, timeout: float, ready_line: str = ""
+) -> None:
+    """controller-runtime's /readyz: the webhook server is up (certificates read); or, for
+    a controller without one, `ready_line` in its log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         code = started.exit_code()
         if code is not None:
             tail = "\n".join(started.log.read_text(errors="replace").splitlines()[-20:])
             raise ClusterError(f"{started.name} exited with code {code}:\n{tail}")
+        if ready_line:
+            if ready_line in started.log.read_text(errors="replace"):
+                return
+            time.sleep(0.3)
+            continue
         try:
             url = f"http://127.0.0.1:{health_port}/readyz"
             with urllib.request.urlopen(url, timeout=2) as reply:

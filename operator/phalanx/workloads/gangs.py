@@ -6,6 +6,7 @@ never the cluster. A count of 0 (a Job with parallelism 0) means no gang.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,16 +21,22 @@ MAX_LWS_GROUPS = 150_000
 """Kubernetes' tested limit of pods in a cluster (its scalability thresholds), so of
 groups in a LeaderWorkerSet; the API allows 2^31-1, and writing that many PodGroups
 would stall every cycle."""
+MAX_ROLES = 16  # the PodGroup CRD's spec.roles maxItems
+ROLE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")  # its roles[].name
+MAX_ROLE_NAME = 63
 
 
 @dataclass(frozen=True, slots=True)
 class Gang:
     """`part` tells gangs of one workload apart (a replicated job, an LWS group index);
-    `templates` are the pod templates of its pods (Kueue's topology annotations sit there)."""
+    `templates` are the pod templates of its pods (Kueue's topology annotations sit there);
+    `roles`, (name, minimum) pairs, are the pods the gang must hold of each role its pods'
+    labels give them (`membership.implied_role`), when some of its pods are elastic."""
 
     part: str | None
     min_member: int
     templates: tuple[Mapping[str, Any], ...] = ()
+    roles: tuple[tuple[str, int], ...] = ()
 
 
 def job_gangs(reader: Reader) -> list[Gang]:
@@ -39,8 +46,8 @@ def job_gangs(reader: Reader) -> list[Gang]:
 
 
 def job_pods(reader: Reader, spec: Mapping[str, Any], where: str) -> int:
-    parallelism = _count(reader, spec, where, "parallelism")
-    completions = _optional_count(reader, spec, where, "completions")
+    parallelism = count(reader, spec, where, "parallelism")
+    completions = optional_count(reader, spec, where, "completions")
     return parallelism if completions is None else min(parallelism, completions)
 
 
@@ -65,21 +72,21 @@ def jobset_gangs(reader: Reader) -> list[Gang]:
 def _replicated_job(reader: Reader, item: Any, where: str) -> Gang:
     if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
         raise reader.error(f"{where}.name", "missing")
-    replicas = _count(reader, item, where, "replicas")
-    template = _mapping(reader, item, where, "template")
-    job_spec = _mapping(reader, template, f"{where}.template", "spec")
+    replicas = count(reader, item, where, "replicas")
+    template = mapping_in(reader, item, where, "template")
+    job_spec = mapping_in(reader, template, f"{where}.template", "spec")
     pods = replicas * job_pods(reader, job_spec, f"{where}.template.spec")
-    pod_template = _mapping(reader, job_spec, f"{where}.template.spec", "template")
+    pod_template = mapping_in(reader, job_spec, f"{where}.template.spec", "template")
     return Gang(item["name"], pods, (pod_template,))
 
 
-def _count(reader: Reader, data: Mapping[str, Any], where: str, key: str) -> int:
-    """A count Kubernetes defaults to 1 (parallelism, replicas)."""
-    found = _optional_count(reader, data, where, key)
-    return 1 if found is None else found
+def count(reader: Reader, data: Mapping[str, Any], where: str, key: str, default: int = 1) -> int:
+    """A count Kubernetes defaults to 1 (parallelism, replicas), or to `default`."""
+    found = optional_count(reader, data, where, key)
+    return default if found is None else found
 
 
-def _optional_count(reader: Reader, data: Mapping[str, Any], where: str, key: str) -> int | None:
+def optional_count(reader: Reader, data: Mapping[str, Any], where: str, key: str) -> int | None:
     value = data.get(key)
     if value is None:
         return None
@@ -90,7 +97,7 @@ def _optional_count(reader: Reader, data: Mapping[str, Any], where: str, key: st
     return value
 
 
-def _mapping(reader: Reader, data: Mapping[str, Any], where: str, key: str) -> Mapping[str, Any]:
+def mapping_in(reader: Reader, data: Mapping[str, Any], where: str, key: str) -> Mapping[str, Any]:
     value = data.get(key) or {}
     if not isinstance(value, Mapping):
         raise reader.error(f"{where}.{key}", "expected an object")

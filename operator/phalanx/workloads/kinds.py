@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.core.parse.membership import JOB, JOBSET, LWS, PYTORCHJOB, TRAINJOB
+from phalanx.core.parse.membership import (
+    JOB,
+    JOBSET,
+    LWS,
+    MPIJOB,
+    PYTORCHJOB,
+    RAYCLUSTER,
+    TRAINJOB,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +40,8 @@ WORKLOAD_KINDS: tuple[WorkloadKind, ...] = (
     WorkloadKind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets", LWS),
     WorkloadKind("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", PYTORCHJOB),
     WorkloadKind("trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs", TRAINJOB),
+    WorkloadKind("ray.io", "v1", "RayCluster", "rayclusters", RAYCLUSTER),
+    WorkloadKind("kubeflow.org", "v2beta1", "MPIJob", "mpijobs", MPIJOB),
 )
 
 

@@ -38,6 +38,8 @@ from phalanx.workloads.gangs import (
     trainjob_gangs,
 )
 from phalanx.workloads.kinds import WORKLOAD_KINDS, WorkloadKind, kind_of
+from phalanx.workloads.mpi import mpijob_gangs
+from phalanx.workloads.ray import raycluster_gangs
 
 _GANGS: dict[str, Callable[[Reader], list[Gang]]] = {
     "Job": job_gangs,
@@ -45,6 +47,8 @@ _GANGS: dict[str, Callable[[Reader], list[Gang]]] = {
     "LeaderWorkerSet": lws_gangs,
     "PyTorchJob": pytorchjob_gangs,
     "TrainJob": trainjob_gangs,
+    "RayCluster": raycluster_gangs,
+    "MPIJob": mpijob_gangs,
 }
 _WORKLOAD_KIND_NAMES = frozenset(kind.kind for kind in WORKLOAD_KINDS)
 
@@ -102,6 +106,8 @@ def _pod_group(
         message = f"a gang of {min_member} pods, more than a PodGroup's minMember holds"
         raise reader.error("spec", message)
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if gang.roles and sum(minimum for _, minimum in gang.roles) <= min_member:
+        spec["roles"] = [{"name": name, "minMember": minimum} for name, minimum in gang.roles]
     priority = settings.priority_class_name or _template_priority(gang)
     if priority:
         spec["priorityClassName"] = priority

@@ -20,7 +20,7 @@ from phalanx.core.model.inputs import (
 from phalanx.core.model.names import ROLE_LABEL, group_name
 from phalanx.core.parse.fields import Reader, is_mapping
 from phalanx.core.parse.gpu_share import read_gpu_ask, read_gpu_index
-from phalanx.core.parse.membership import implied_groups
+from phalanx.core.parse.membership import implied_groups, implied_role
 from phalanx.core.snapshot.resources import add, maximum, nonzero
 
 _OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -48,7 +48,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         phase=reader.string("status.phase", "Pending") or "Pending",
         scheduler_name=reader.string("spec.schedulerName", "default-scheduler") or "",
         group=group or None,
-        role=labels.get(ROLE_LABEL),
+        role=labels.get(ROLE_LABEL) or (None if own else implied_role(labels)),
         node_selector=reader.labels("spec.nodeSelector"),
         affinity=_affinity(reader),
         tolerations=tuple(
@@ -114,10 +114,14 @@ def _resource_map(reader: Reader, field: str, value: Any) -> dict[str, int]:
 
 
 def _affinity(reader: Reader) -> tuple[NodeSelectorTerm, ...]:
-    terms = reader.items(f"{_AFFINITY}.nodeSelectorTerms")
-    return tuple(
-        _term(reader, f"{_AFFINITY}.nodeSelectorTerms[{i}]", t) for i, t in enumerate(terms)
-    )
+    return node_selector_terms(reader, f"{_AFFINITY}.nodeSelectorTerms")
+
+
+def node_selector_terms(reader: Reader, path: str) -> tuple[NodeSelectorTerm, ...]:
+    """A list of node selector terms at `path` (a pod's required affinity, a
+    ResourceSlice's or an allocation's node selector)."""
+    terms = reader.items(path)
+    return tuple(_term(reader, f"{path}[{i}]", t) for i, t in enumerate(terms))
 
 
 def _term(reader: Reader, field: str, term: Any) -> NodeSelectorTerm:
