@@ -10,7 +10,7 @@ UPSTREAM_TESTS := tests/workloads/test_upstream_e2e.py tests/foundation/test_wor
 CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: help install tools controllers cluster-up cluster-down run demo test test-unit test-e2e \
+.PHONY: help install tools helm controllers cluster-up cluster-down run demo test test-unit test-e2e \
         lint test-upstream bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke \
         bench-report chaos clean
 
@@ -19,6 +19,7 @@ help:
 	@echo "make test    lint, benchmark smoke runs, unit tests and end-to-end tests on a real kube-apiserver + kwok"
 	@echo "make test-upstream K8S_VERSION=v1.36.1  Kubernetes' own gang API end-to-end on another release"
 	@echo "make tools   build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (cached)"
+	@echo "make helm    build helm (helm.sh/helm/v4, pinned in hack/helm.sh; cached) for charts/phalanx"
 	@echo "make bench   core, packing, simulator and end-to-end benchmarks (slow: bench/README.md)"
 	@echo "make chaos   replay gangs while SIGKILLing the operator; figures in bench/README.md"
 	@echo "make bench-e2e-5000  the end-to-end benchmark at 5,000 nodes (like chaos, not part of make bench)"
@@ -30,6 +31,10 @@ install:
 
 tools:
 	@K8S_VERSION=$(K8S_VERSION) bash hack/tools.sh
+
+# Helm, to install charts/phalanx and for its tests (tests/deploy/test_helm_chart.py).
+helm:
+	@bash hack/helm.sh
 
 controllers:
 	@bash hack/controllers.sh
@@ -52,10 +57,10 @@ lint: install
 	lint-imports
 	$(PYTHON) -m bench.report --check
 
-test-unit: install
+test-unit: install helm
 	$(PYTHON) -m pytest -m "not e2e" -q
 
-test-e2e: install tools
+test-e2e: install tools helm
 	$(PYTHON) -m pytest -m e2e -q
 
 # Kubernetes' own gang API end-to-end on another release (its binaries in their own folder):
@@ -64,7 +69,7 @@ test-upstream: install
 	K8S_VERSION=$(K8S_VERSION) PHALANX_BIN_DIR=$(LOCAL)/k8s-$(K8S_VERSION)/bin bash hack/tools.sh
 	PHALANX_BIN_DIR=$(LOCAL)/k8s-$(K8S_VERSION)/bin $(PYTHON) -m pytest -m e2e -q $(UPSTREAM_TESTS)
 
-test: install tools lint bench-smoke
+test: install tools helm lint bench-smoke
 	$(PYTHON) -m pytest -q
 
 bench-core: install

@@ -40,7 +40,7 @@ if [ ! -x "$BINARY" ]; then
   [ -n "$src" ] || fail "no source for $HELM_MODULE@$HELM_VERSION"
   log "building helm from $HELM_MODULE@$HELM_VERSION (first build: minutes)"
   t0=$(date +%s)
-  # Helm reads its own version from this variable (internal/version in v4, pkg/... in v3).
+  # Helm reports this as its version (`helm version`), as its own Makefile sets it.
   (cd "$src" && go build -ldflags "-s -w -X $HELM_MODULE/internal/version.version=$HELM_VERSION" \
       -o "$BINARY.tmp" ./cmd/helm >"$LOGF" 2>&1) || fail "building helm from $HELM_MODULE@$HELM_VERSION"
   mv "$BINARY.tmp" "$BINARY"
