@@ -35,8 +35,10 @@ exec 9>"$CACHE/.lock"
 flock 9
 
 if [ ! -x "$BINARY" ]; then
-  src=$(go mod download -json "$HELM_MODULE@$HELM_VERSION" 2>"$LOGF" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') \
-    || fail "could not download $HELM_MODULE@$HELM_VERSION from the Go module proxy"
+  # go mod download -json reports a failure in its JSON (stdout): keep it for fail's tail.
+  json=$(go mod download -json "$HELM_MODULE@$HELM_VERSION" 2>"$LOGF") \
+    || { printf '%s\n' "$json" >>"$LOGF"; fail "could not download $HELM_MODULE@$HELM_VERSION from the Go module proxy"; }
+  src=$(printf '%s\n' "$json" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   [ -n "$src" ] || fail "no source for $HELM_MODULE@$HELM_VERSION"
   log "building helm from $HELM_MODULE@$HELM_VERSION (first build: minutes)"
   t0=$(date +%s)
