@@ -120,6 +120,7 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
             for v in ("get", "list", "watch")
         }
         | {("scheduling.k8s.io", "podgroups/status", v) for v in ("get", "patch")}
+        | {("", "namespaces", v) for v in ("get", "list", "watch")}
         | {("", "events", "create")}
         | {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
     )

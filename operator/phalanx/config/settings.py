@@ -151,6 +151,34 @@ class LeaderElection(_Section):
         return self
 
 
+class Webhook(_Section):
+    """The admission webhooks the operator serves (`phalanx.webhooks`): a pod of a gang
+    gets `schedulerName: phalanx` or the gate; a PodGroup or Queue the schema cannot
+    judge is refused. Off by default: a bare `phalanx operator` serves nothing.
+
+    `cert_dir`: a folder holding tls.crt, tls.key and ca.crt (the Secret
+    phalanx-webhook-tls, from cert-manager or made by hand); empty: a self-signed
+    certificate made at startup for `url_host` and `host` (development, the local
+    cluster). `register_configurations`: the operator writes the two webhook
+    configurations itself, pointed at https://`url_host`:`port` with that certificate's CA
+    (the local cluster, where kube-apiserver runs on this host); in a real cluster the
+    manifests carry them.
+    `allow_unknown_queues`: a PodGroup naming a Queue that does not exist yet is accepted
+    with a warning (GitOps tools may apply it before its Queue) instead of refused.
+    `lookup_timeout_seconds`: the longest a pod's admission waits for the API server to
+    read its owners and namespace (kube-apiserver gives a webhook 10 s in all).
+    """
+
+    enabled: bool = False
+    host: str = "0.0.0.0"
+    port: int = Field(default=9443, ge=0, le=65535)  # 0: any free port (tests)
+    cert_dir: str = ""
+    register_configurations: bool = False
+    url_host: str = "127.0.0.1"
+    allow_unknown_queues: bool = False
+    lookup_timeout_seconds: float = Field(default=3.0, gt=0, le=10)
+
+
 class Settings(BaseSettings):
     """Everything an operator replica needs to know before it starts."""
 
@@ -195,6 +223,7 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "console"] = "json"
     leader_election: LeaderElection = LeaderElection()
+    webhook: Webhook = Webhook()
 
     @model_validator(mode="after")
     def _ordered_delays(self) -> Settings:

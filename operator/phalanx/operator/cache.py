@@ -37,6 +37,7 @@ class Kind(enum.StrEnum):
     UPSTREAM_POD_GROUP = "phalanx_upstream_podgroups"  # scheduling.k8s.io v1beta1 / v1alpha2
     UPSTREAM_COMPOSITE = "phalanx_upstream_compositepodgroups"  # scheduling.k8s.io/v1alpha3
     WORKLOAD = "phalanx_workloads"  # Job, JobSet, LeaderWorkerSet, PyTorchJob, TrainJob
+    NAMESPACE = "phalanx_namespaces"  # Kopf-indexed: a namespace's default queue (label)
 
 
 def object_key(body: Body) -> str:
@@ -273,4 +274,5 @@ KIND_OF: dict[str, Kind] = {
     "Queue": Kind.QUEUE,
     "NetworkTopology": Kind.NETWORK_TOPOLOGY,
     "PriorityClass": Kind.PRIORITY_CLASS,
+    "Namespace": Kind.NAMESPACE,
 }

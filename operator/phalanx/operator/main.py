@@ -20,6 +20,7 @@ from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
 from phalanx.operator.clock import Clock
 from phalanx.operator.kube.client import (
+    APPLY_PATCH,
     UPSTREAM_COMPOSITE_VERSION,
     UPSTREAM_GROUP_VERSIONS,
     Api,
@@ -34,6 +35,8 @@ from phalanx.operator.loop import SchedulingLoop
 from phalanx.operator.optional_kinds import OptionalKind, OptionalKinds
 from phalanx.operator.scheduler import Scheduler
 from phalanx.operator.writes import connections_needed
+from phalanx.webhooks.handlers import register_webhooks
+from phalanx.webhooks.server import Registering, webhook_server
 from phalanx.workloads import WORKLOAD_KINDS
 
 log = structlog.get_logger("phalanx.operator")
@@ -114,14 +117,23 @@ class Operator:
         self._watch_tasks: list[asyncio.Task[None]] = []
         register(self.registry, self.stores, self._changed, self._startup, self._cleanup)
         kopf.on.login(registry=self.registry)(self._login)
+        if settings.webhook.enabled:  # served by every replica, the standby too
+            register_webhooks(self.registry, settings, self._read,
+                              lambda: self.cache.objects(Kind.QUEUE))
 
     async def run(
         self, stop: asyncio.Event | None = None, ready: asyncio.Event | None = None
     ) -> None:
         """Run until `stop` is set (or the task is cancelled)."""
+        settings = kopf_settings()
+        if self.settings.webhook.enabled:
+            server = webhook_server(self.settings.webhook)
+            settings.admission.server = (
+                Registering(server, self._register_webhooks)
+                if self.settings.webhook.register_configurations else server)
         await kopf.operator(
             registry=self.registry,
-            settings=kopf_settings(),
+            settings=settings,
             clusterwide=True,
             standalone=True,
             stop_flag=stop,
@@ -130,6 +142,28 @@ class Operator:
 
     async def _login(self, **_: Any) -> kopf.ConnectionInfo:
         return await connection_info(self.configuration)
+
+    async def _read(self, path: str) -> dict[str, Any] | None:
+        """An object for the webhooks: None if it does not exist; any other failure raises
+        (the pod webhook then leaves its pod alone, the validation refuses and says why)."""
+        async with asyncio.timeout(self.settings.webhook.lookup_timeout_seconds):
+            reply = await self.api.request("GET", path)
+        if reply.status == 404:
+            return None
+        if not reply.ok:
+            raise RuntimeError(f"cannot read {path}: {reply.status} {reply.reason}")
+        return dict(reply.body)
+
+    async def _register_webhooks(self, configurations: list[dict[str, Any]]) -> None:
+        """Write the webhook configurations (server-side apply), for the local cluster."""
+        for body in configurations:
+            plural = body["kind"].lower() + "s"
+            path = (f"/apis/admissionregistration.k8s.io/v1/{plural}/"
+                    f"{body['metadata']['name']}?fieldManager=phalanx&force=true")
+            reply = await self.api.request("PATCH", path, body, APPLY_PATCH)
+            if not reply.ok:
+                log.error("webhook configuration not registered", name=body["metadata"]["name"],
+                          status=reply.status, reason=reply.reason)
 
     def _changed(self) -> None:
         self._kopf_ready.set()

@@ -51,6 +51,7 @@ from phalanx.operator.plans import PlanBook
 from phalanx.operator.queue_usage import UsageBook
 from phalanx.operator.releases import Releases
 from phalanx.operator.reports import Reports
+from phalanx.operator.webhook_missed import report_missed
 from phalanx.operator.workload_gangs import WorkloadGangs
 from phalanx.operator.writes import Writes
 
@@ -153,6 +154,8 @@ class Scheduler:
         self.releases.release_partial(result, snapshot, {**upstream, **groups}, pods)
         phases = self.reports.groups(result, groups, now, upstream, estimated=estimate)
         self.reports.missing_groups(result, lambda key: group_pods(snapshot, key, pods))
+        if self.settings.webhook.enabled:
+            report_missed(self.writes, self.cache.objects(Kind.POD), groups)
         self.reports.waiting_pods(result, {**upstream, **groups},
                                   lambda key: group_pods(snapshot, key, pods), now)
         self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))

@@ -1,8 +1,9 @@
 """Automatic gangs: the PodGroups of queue-labelled workloads, kept as they should be.
 
 What a workload's PodGroups should be is `phalanx.workloads` (pure); this only reads the
-cache, starts the writes (server-side apply, delete) and reports a workload it cannot
-read as a Warning Event on it. It runs at the start of every cycle, so it needs no
+cache (a workload without a queue label takes its namespace's default queue, if any),
+starts the writes (server-side apply, delete) and reports a workload it cannot read as a
+Warning Event on it. It runs at the start of every cycle, so it needs no
 loop of its own, and only the leader writes.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Mapping
 import structlog
 
 from phalanx.core.model.errors import InvalidObject
+from phalanx.core.model.names import NAMESPACE_DEFAULT_QUEUE_LABEL, QUEUE_KEY
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
 from phalanx.operator.events import Event
 from phalanx.operator.kube.client import group_path
@@ -39,7 +41,7 @@ class WorkloadGangs:
         pending: list[Body] = []
         for workload in cache.objects(Kind.WORKLOAD):
             try:
-                desired = pod_groups_for(workload)
+                desired = pod_groups_for(with_default_queue(workload, cache))
             except InvalidObject as error:
                 self._writes.event(Event(workload, "Warning", "InvalidGang", str(error),
                                          topic="gang"))
@@ -91,6 +93,20 @@ class WorkloadGangs:
         """Bodies in flight that the cache now shows are no longer in flight."""
         for key in set(self._applying) & set(present):
             del self._applying[key]
+
+
+def with_default_queue(workload: Body, cache: ClusterCache) -> Body:
+    """The workload as `pod_groups_for` reads it: without a queue label of its own, in a
+    namespace labelled `scheduling.phalanx.io/default-queue`, it carries that queue."""
+    meta = workload.get("metadata", {})
+    labels = meta.get("labels") or {}
+    if labels.get(QUEUE_KEY):
+        return workload
+    space = cache.get(Kind.NAMESPACE, str(meta.get("namespace"))) or {}
+    default = (space.get("metadata", {}).get("labels") or {}).get(NAMESPACE_DEFAULT_QUEUE_LABEL)
+    if not default:
+        return workload
+    return {**workload, "metadata": {**meta, "labels": {**labels, QUEUE_KEY: default}}}
 
 
 def _aged(group: Body, created: str | None) -> Body:

@@ -56,6 +56,9 @@ UPSTREAM_API_GROUP = "scheduling.k8s.io"  # Kubernetes' own Workload API (v1alph
 # Phalanx's own settings where no PodGroup field can carry them: on an upstream PodGroup
 # (annotations) and on a workload (the queue as a label, the rest as annotations).
 QUEUE_KEY = "scheduling.phalanx.io/queue"
+# on a Namespace: the queue of its workloads that carry no queue label (they become gangs,
+# and the admission webhook sends their pods to Phalanx)
+NAMESPACE_DEFAULT_QUEUE_LABEL = "scheduling.phalanx.io/default-queue"
 PRIORITY_CLASS_ANNOTATION = "scheduling.phalanx.io/priority-class-name"
 NETWORK_TOPOLOGY_ANNOTATION = "scheduling.phalanx.io/network-topology"
 REQUIRED_ANNOTATION = "scheduling.phalanx.io/topology-required"

@@ -1,7 +1,7 @@
 """Kopf registrations: indexes and event handlers only, which never write to what they watch.
 
-Queues, NetworkTopologies and PriorityClasses are indexed (`@kopf.index`): Kopf keeps one
-slimmed body per object, drops it on deletion, and holds back all other handlers until
+Queues, NetworkTopologies, PriorityClasses and Namespaces are indexed (`@kopf.index`): Kopf
+keeps one slimmed body per object, drops it on deletion, and holds back all other handlers until
 every index is listed. So the first event handler call means these indexes are complete.
 Pods, PodGroups and Nodes, the numerous kinds, bypass Kopf (raw_watch.py): Kopf's start-up
 wakes every object's worker each time an index changes, quadratic in the number of objects
@@ -29,6 +29,7 @@ RESOURCES: dict[Kind, tuple[str, ...]] = {
     Kind.QUEUE: (API_GROUP, "queues"),
     Kind.NETWORK_TOPOLOGY: (API_GROUP, "networktopologies"),
     Kind.PRIORITY_CLASS: ("scheduling.k8s.io", "priorityclasses"),
+    Kind.NAMESPACE: ("", "namespaces"),  # few; their labels name default queues
 }
 
 
