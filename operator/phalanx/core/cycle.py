@@ -28,6 +28,7 @@ from phalanx.core.model.result import (
     Placement,
 )
 from phalanx.core.model.status import Reason, StatusCode
+from phalanx.core.placement.claims import allocate_placed
 from phalanx.core.placement.gang import GangPlacement, GangRequest, place_gang
 from phalanx.core.placement.near_not_ready import avoiding
 from phalanx.core.placement.routes import Route, route_of
@@ -142,6 +143,9 @@ def run_cycle(
         )
         for work in works
     )
+    if not snapshot.dra.empty:
+        bindings, decisions = _with_claims(snapshot, bindings, decisions)
+        decisions = tuple(_worded(d, snapshot.dra_columns) for d in decisions)
     evictions = _with_limits(preemptions.evictions, past_limit(works, index.queues, now))
     decisions, releases = release_partial(snapshot, decisions, now, config)
     expected = (
@@ -149,6 +153,47 @@ def run_cycle(
     )
     return CycleResult(
         tuple(bindings), decisions, tuple(index.invalid), now, evictions, releases, expected
+    )
+
+
+def _with_claims(
+    snapshot: Snapshot, bindings: list[Binding], decisions: tuple[GroupDecision, ...]
+) -> tuple[list[Binding], tuple[GroupDecision, ...]]:
+    """The bindings with their DRA claims' devices; a gang whose claims cannot all be
+    allocated on its nodes loses this cycle's bindings and waits, saying why."""
+    placed = allocate_placed(snapshot.dra, snapshot.nodes, bindings)
+    if not placed.refused:
+        return placed.bindings, decisions
+    dropped: dict[GroupKey, int] = {}
+    for binding in bindings:
+        if binding.group in placed.refused:
+            dropped[binding.group] = dropped.get(binding.group, 0) + 1
+    return placed.bindings, tuple(
+        _claims_refused(d, placed.refused[d.group], dropped[d.group])
+        if d.group in placed.refused
+        else d
+        for d in decisions
+    )
+
+
+def _worded(decision: GroupDecision, columns: Mapping[str, str]) -> GroupDecision:
+    """The message with each DRA column named by the devices it counts."""
+    message = decision.message
+    for column, words in columns.items():
+        message = message.replace(column, words)
+    return decision if message == decision.message else replace(decision, message=message)
+
+
+def _claims_refused(decision: GroupDecision, why: str, dropped: int) -> GroupDecision:
+    placed = decision.placed - dropped
+    return replace(
+        decision,
+        scheduled=placed >= decision.min_member,
+        placed=placed,
+        code=StatusCode.UNSCHEDULABLE,
+        reason=Reason.INSUFFICIENT_RESOURCES,
+        message=why,
+        placement=None,
     )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from phalanx.core.model.backoff import Backoff
 from phalanx.core.model.device_share import DeviceShare
+from phalanx.core.model.dra import ClaimAllocation
 from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.eviction import Eviction
 from phalanx.core.model.names import GroupKey, NodeName, PodKey
@@ -16,12 +17,15 @@ from phalanx.core.model.status import Reason, StatusCode
 @dataclass(frozen=True, slots=True)
 class Binding:
     """`devices`: the GPU devices the pod takes on the node (each whole GPU one share of
-    1000; a fractional pod one share of its part), () for a pod without GPUs."""
+    1000; a fractional pod one share of its part), () for a pod without GPUs. `claims`:
+    the DRA allocations to write before the binding, for the pod's claims not allocated
+    yet (a claim shared with a pod bound earlier in the cycle is allocated once)."""
 
     pod: PodKey
     node: NodeName
     group: GroupKey
     devices: tuple[DeviceShare, ...] = ()
+    claims: tuple[ClaimAllocation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
 
 from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.dra import DraInventory
 from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.inputs import (
     GroupInfo,
@@ -25,6 +26,7 @@ from phalanx.core.model.inputs import (
 )
 from phalanx.core.model.names import GroupKey
 from phalanx.core.model.result import Binding
+from phalanx.core.snapshot.claims import lower
 from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.ours import bound_on
 
@@ -46,10 +48,19 @@ class Snapshot:
     eviction_refused: frozenset[str] = frozenset()
     backoffs: Mapping[GroupKey, Backoff] = field(default_factory=dict)  # from the last cycle
     partial_since: Mapping[GroupKey, float] = field(default_factory=dict)  # the same
+    dra: DraInventory = field(default_factory=DraInventory)
+    dra_columns: Mapping[str, str] = field(init=False, repr=False, compare=False)
     index: ClusterIndex = field(init=False, repr=False, compare=False)
     previous: InitVar[ClusterIndex | None] = None
 
     def __post_init__(self, previous: ClusterIndex | None) -> None:
+        columns: Mapping[str, str] = {}
+        if not self.dra.empty:  # DRA devices as resource columns (`snapshot/claims.py`)
+            lowered = lower(self.nodes, self.pods, self.dra)
+            object.__setattr__(self, "nodes", lowered.nodes)
+            object.__setattr__(self, "pods", lowered.pods)
+            columns = lowered.columns
+        object.__setattr__(self, "dra_columns", columns)
         object.__setattr__(self, "index", ClusterIndex(self, previous))
 
 

@@ -1,0 +1,1 @@
+"""Dynamic Resource Allocation: device selectors (CEL) and allocating claims on a node."""

@@ -1,0 +1,309 @@
+"""DRA devices as resources the placement already counts.
+
+Every kind of device a waiting pod asks for (a device class and the request's selectors,
+an `exactly` request with a count) becomes a resource column,
+`dra.phalanx.io/<class>[.<selectors' hash>]`: a node's allocatable is how many devices
+of that kind it can reach that no claim of another node's pod holds, and a pod's request
+is how many its claims take. With that, gang placement, topology, packing's fit counts
+and preemption (an evicted pod gives its columns back) all count DRA devices with no
+second code path. The columns are a count, not an allocation: which devices each pod
+gets is decided once the gang is placed (`placement/claims.py`, the exact allocator),
+which also covers what a count cannot say (kinds that share devices, `matchAttribute`,
+`firstAvailable`, All) and refuses a gang whose claims do not all fit there.
+
+A pod whose claims are allocated takes, for each kind, the allocated devices of that
+kind, so kinds that overlap stay exact for running pods. A claim shared by several pods
+is counted on the first of them (by name) only. Lowering is idempotent: a snapshot made
+again from lowered pods (`with_bindings`) gives the same columns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from phalanx.core.dra.allocate import ClaimProblem, DeviceMatcher
+from phalanx.core.model.dra import Claim, ClaimSpec, Device, DeviceAsk, DraInventory
+from phalanx.core.model.inputs import NodeInfo, PodInfo
+from phalanx.core.model.names import PodKey
+from phalanx.core.snapshot.predicates import matches_term
+
+DRA_PREFIX = "dra.phalanx.io/"
+UNIT = 1000  # one device, in the core's milli-units
+
+
+def column_of(ask: DeviceAsk) -> str:
+    """The resource column of a kind of device."""
+    if not ask.selectors:
+        return f"{DRA_PREFIX}{ask.device_class}"
+    digest = hashlib.sha1("\n".join(ask.selectors).encode()).hexdigest()[:8]
+    return f"{DRA_PREFIX}{ask.device_class}.{digest}"
+
+
+def kind_of(ask: DeviceAsk) -> DeviceAsk:
+    """The ask without its name and count: what makes two asks the same kind."""
+    return DeviceAsk("", ask.device_class, ask.selectors)
+
+
+@dataclass(slots=True)
+class DeviceReach:
+    """Which devices each node can reach: its own slices' devices and the pools whose
+    node selector takes it. Built once per snapshot."""
+
+    inventory: DraInventory
+    matcher: DeviceMatcher
+    _local: dict[str, list[Device]] = field(default_factory=dict)
+    _pools: list[Device] = field(default_factory=list)
+    _by_node: dict[str, tuple[Device, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for device in self.inventory.devices:
+            if device.node is not None:
+                self._local.setdefault(device.node, []).append(device)
+            else:
+                self._pools.append(device)
+
+    @property
+    def pooled(self) -> Sequence[Device]:
+        return self._pools
+
+    def of(self, node: NodeInfo) -> tuple[Device, ...]:
+        found = self._by_node.get(node.name)
+        if found is None:
+            pooled = [d for d in self._pools if d.all_nodes or _takes(d, node)]
+            found = self._by_node[node.name] = (*self._local.get(node.name, ()), *pooled)
+        return found
+
+
+def _takes(device: Device, node: NodeInfo) -> bool:
+    return any(matches_term(node, term) for term in device.node_terms)
+
+
+def claim_of(inventory: DraInventory, pod_key: str, entry_name: str) -> Claim | None:
+    """The claim a pod's entry uses: the ResourceClaim once it exists, else one made
+    from its template's spec (what kube-controller-manager will create)."""
+    for entry in inventory.pod_claims.get(pod_key, ()):
+        if entry.name != entry_name:
+            continue
+        if entry.claim is not None and entry.claim in inventory.claims:
+            return inventory.claims[entry.claim]
+        if entry.template is not None and entry.template in inventory.templates:
+            namespace = pod_key.split("/", 1)[0]
+            name = f"{pod_key.split('/', 1)[1]}-{entry.name}"
+            return Claim(namespace, name, inventory.templates[entry.template])
+    return None
+
+
+def pod_claim_objects(inventory: DraInventory, pod_key: str) -> tuple[list[Claim], str]:
+    """The pod's ("NS/NAME") claims, and why it cannot be placed ("" when it can)."""
+    claims: list[Claim] = []
+    for entry in inventory.pod_claims.get(pod_key, ()):
+        claim = claim_of(inventory, pod_key, entry.name)
+        if claim is None:
+            missing = entry.claim or entry.template or entry.name
+            return [], f"resource claim {missing} (entry {entry.name}) does not exist"
+        claims.append(claim)
+    return claims, ""
+
+
+@dataclass(frozen=True, slots=True)
+class Lowered:
+    """Nodes and pods with the DRA columns set, and each column in words (what a
+    wait message says instead of the column's name)."""
+
+    nodes: tuple[NodeInfo, ...]
+    pods: tuple[PodInfo, ...]
+    columns: Mapping[str, str]
+
+
+def lower(
+    nodes: Sequence[NodeInfo], pods: Sequence[PodInfo], inventory: DraInventory
+) -> Lowered:
+    """See the module's docstring."""
+    matcher = DeviceMatcher(inventory.classes)
+    reach = DeviceReach(inventory, matcher)
+    claims_of = {
+        pod.key: pod_claim_objects(inventory, pod.key)
+        for pod in pods
+        if pod.key in inventory.pod_claims
+    }
+    problems = _claim_problems(claims_of.values(), inventory.devices, matcher)
+    kinds = _local_kinds(_kinds(claims_of.values(), problems), reach.pooled, matcher)
+    counted = _counted_claims(pods, claims_of)
+    by_key = {d.key: d for d in inventory.devices}
+    lowered_pods = tuple(
+        _lower_pod(pod, claims_of.get(pod.key), problems, counted, kinds, matcher, by_key)
+        for pod in pods
+    )
+    orphans = _orphan_devices(inventory, pods, by_key)
+    lowered_nodes = tuple(_lower_node(n, reach, kinds, matcher, orphans) for n in nodes)
+    columns = {column: describe(kind) for column, kind in kinds.items()}
+    return Lowered(lowered_nodes, lowered_pods, columns)
+
+
+def describe(kind: DeviceAsk) -> str:
+    """A kind of device in words: "device(s) of class C where SELECTOR && ..."."""
+    where = f" where {' && '.join(kind.selectors)}" if kind.selectors else ""
+    return f"device(s) of class {kind.device_class}{where}"
+
+
+def _claim_problems(
+    found: Iterable[tuple[list[Claim], str]], devices: Sequence[Device], matcher: DeviceMatcher
+) -> dict[str, str]:
+    """Claims ("NS/NAME") that can never be allocated as written, and why: a class that
+    does not exist, a selector that does not compile or errors on a device of its class
+    (upstream's allocator fails the claim on such an error too)."""
+    problems: dict[str, str] = {}
+    for claims, _ in found:
+        for claim in claims:
+            if claim.key in problems or claim.allocation is not None:
+                continue
+            try:
+                for request in claim.spec.requests:
+                    for ask in request.choices:
+                        for device in devices:
+                            matcher.meets(device, ask)
+            except ClaimProblem as error:
+                problems[claim.key] = f"claim {claim.name}: request {request.name}: {error}"
+    return problems
+
+
+def _kinds(
+    found: Iterable[tuple[list[Claim], str]], problems: Mapping[str, str]
+) -> dict[str, DeviceAsk]:
+    kinds: dict[str, DeviceAsk] = {}
+    for claims, _ in found:
+        for claim in claims:
+            if claim.key in problems:
+                continue
+            for ask in _counted_asks(claim.spec):
+                kinds.setdefault(column_of(ask), kind_of(ask))
+    return dict(sorted(kinds.items()))
+
+
+def _local_kinds(
+    kinds: dict[str, DeviceAsk], pooled: Sequence[Device], matcher: DeviceMatcher
+) -> dict[str, DeviceAsk]:
+    """The kinds only node-local devices serve: a pool reachable from many nodes cannot be
+    a per-node count (each node would count it whole), so such kinds are left to the
+    exact allocator."""
+
+    def local(kind: DeviceAsk) -> bool:
+        try:
+            return not any(matcher.meets(d, kind) for d in pooled)
+        except ClaimProblem:
+            return True
+
+    return {column: kind for column, kind in kinds.items() if local(kind)}
+
+
+def _counted_asks(spec: ClaimSpec) -> Iterable[DeviceAsk]:
+    """Asks a count can stand for: `exactly` with ExactCount."""
+    for request in spec.requests:
+        ask = request.choices[0]
+        if not request.first_available and not ask.all_devices:
+            yield ask
+
+
+def _counted_claims(
+    pods: Sequence[PodInfo], claims_of: Mapping[PodKey, tuple[list[Claim], str]]
+) -> set[tuple[str, str]]:
+    """(pod, claim) pairs whose devices count on that pod: a shared claim on its first
+    pod by name only."""
+    first: dict[str, str] = {}
+    for pod in sorted(pods, key=lambda p: p.key):
+        for claim in claims_of.get(pod.key, ([], ""))[0]:
+            first.setdefault(claim.key, pod.key)
+    return {(pod_key, claim_key) for claim_key, pod_key in first.items()}
+
+
+def _lower_pod(
+    pod: PodInfo,
+    found: tuple[list[Claim], str] | None,
+    problems: Mapping[str, str],
+    counted: set[tuple[str, str]],
+    kinds: Mapping[str, DeviceAsk],
+    matcher: DeviceMatcher,
+    by_key: Mapping[tuple[str, str, str], Device],
+) -> PodInfo:
+    base = {k: v for k, v in pod.requests.items() if not k.startswith(DRA_PREFIX)}
+    if found is None:
+        return pod if len(base) == len(pod.requests) else replace(pod, requests=base)
+    claims, problem = found
+    problem = problem or next((problems[c.key] for c in claims if c.key in problems), "")
+    if problem:
+        return replace(pod, requests=base, invalid=pod.invalid or problem)
+    demand: dict[str, int] = defaultdict(int)
+    try:
+        for claim in claims:
+            if (pod.key, claim.key) in counted:
+                _add_demand(demand, claim, kinds, matcher, by_key)
+    except ClaimProblem as error:
+        return replace(pod, requests=base, invalid=pod.invalid or str(error))
+    return replace(pod, requests={**base, **{k: v * UNIT for k, v in demand.items()}})
+
+
+def _add_demand(
+    demand: dict[str, int],
+    claim: Claim,
+    kinds: Mapping[str, DeviceAsk],
+    matcher: DeviceMatcher,
+    by_key: Mapping[tuple[str, str, str], Device],
+) -> None:
+    if claim.allocation is None:
+        for ask in _counted_asks(claim.spec):
+            demand[column_of(ask)] += ask.count
+        return
+    for result in claim.allocation:
+        device = by_key.get(result.device)
+        if device is None:
+            continue
+        for column, kind in kinds.items():
+            if matcher.meets(device, kind):
+                demand[column] += 1
+
+
+def _orphan_devices(
+    inventory: DraInventory, pods: Sequence[PodInfo], by_key: Mapping[tuple[str, str, str], Device]
+) -> list[Device]:
+    """Allocated devices no bound pod of the snapshot accounts for (a claim allocated for
+    a pod not bound yet, or kept by a pod that is gone): taken all the same."""
+    bound_claims = {
+        entry.claim
+        for pod in pods
+        if pod.node_name is not None
+        for entry in inventory.pod_claims.get(pod.key, ())
+        if entry.claim is not None
+    }
+    return [
+        by_key[result.device]
+        for claim in inventory.claims.values()
+        if claim.allocation is not None and claim.key not in bound_claims
+        for result in claim.allocation
+        if result.device in by_key
+    ]
+
+
+def _lower_node(
+    node: NodeInfo,
+    reach: DeviceReach,
+    kinds: Mapping[str, DeviceAsk],
+    matcher: DeviceMatcher,
+    orphans: Sequence[Device],
+) -> NodeInfo:
+    base = {k: v for k, v in node.allocatable.items() if not k.startswith(DRA_PREFIX)}
+    if not kinds:
+        return node if len(base) == len(node.allocatable) else replace(node, allocatable=base)
+    devices = [d for d in reach.of(node) if d.node is not None]
+    gone = {d.key for d in orphans}
+    columns = {}
+    for column, kind in kinds.items():
+        try:
+            count = sum(1 for d in devices if d.key not in gone and matcher.meets(d, kind))
+        except ClaimProblem:
+            count = 0  # the pods asking for it are invalid and say why
+        if count:
+            columns[column] = count * UNIT
+    return replace(node, allocatable={**base, **columns})
