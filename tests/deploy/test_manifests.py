@@ -160,7 +160,8 @@ def test_bindings_give_the_roles_to_the_operator_service_account(rendered: list[
 
 
 def test_everything_namespaced_lives_in_phalanx_system(rendered: list[Obj]) -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                      "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
     for obj in rendered:
         if obj["kind"] not in cluster_scoped:
             assert obj["metadata"]["namespace"] == NAMESPACE, obj["kind"]
@@ -219,7 +220,7 @@ def test_probes_service_and_scrape_annotations_use_the_metrics_port(rendered: li
     settings = load_settings(MANIFESTS / "operator" / "config.yaml", env={})
     operator = container(rendered)
     ports = {p["name"]: p["containerPort"] for p in operator["ports"]}
-    assert ports == {"metrics": settings.metrics_port}
+    assert ports == {"metrics": settings.metrics_port, "webhook": settings.webhook.port}
     assert operator["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert operator["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     service = only(rendered, "Service", "phalanx-metrics")
@@ -231,7 +232,8 @@ def test_probes_service_and_scrape_annotations_use_the_metrics_port(rendered: li
 def test_service_and_budget_select_the_operator_pods(rendered: list[Obj]) -> None:
     pod_labels = only(rendered, "Deployment")["spec"]["template"]["metadata"]["labels"]
     selectors = [
-        only(rendered, "Service")["spec"]["selector"],
+        only(rendered, "Service", "phalanx-metrics")["spec"]["selector"],
+        only(rendered, "Service", "phalanx-webhook")["spec"]["selector"],
         only(rendered, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
         only(rendered, "Deployment")["spec"]["selector"]["matchLabels"],
     ]
