@@ -62,6 +62,8 @@ def test_gang_of_template_claims_lands_in_one_rack_with_devices_of_each_pods_nod
         assert len(devices_held) == 8
         assert {pool for _, pool, _ in devices_held} == {str(binding.node)}
         assert binding.claims[0].node == str(binding.node)
+        # Not made yet by kube-controller-manager: the writer finds it by the pod's entry.
+        assert (binding.claims[0].claim, binding.claims[0].entry) == ("", "gpus")
 
 
 def test_gang_wider_than_any_racks_free_devices_waits_whole_with_no_claim_allocated() -> None:

@@ -114,11 +114,15 @@ class AllocatedDevice:
 @dataclass(frozen=True, slots=True)
 class ClaimAllocation:
     """Devices allocated to one claim ("NS/NAME") for a pod's binding; `node` when any is
-    local to a node (the allocation's node selector then names it)."""
+    local to a node (the allocation's node selector then names it). `entry`: the pod's
+    `spec.resourceClaims` entry it is for; a claim from a template that
+    kube-controller-manager has not made yet has `claim` "" (the writer finds its name
+    in the pod's status under `entry`, and binds only once it is there)."""
 
     claim: str
     results: tuple[AllocatedDevice, ...]
     node: str | None
+    entry: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,9 @@ class ClaimSpec:
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A ResourceClaim: its spec, its allocation when it has one (`node` set when the
-    allocated devices are local to one node) and the pods it is reserved for."""
+    allocated devices are local to one node) and the pods it is reserved for. `made`:
+    False for the claim a template will give a pod, before kube-controller-manager has
+    created it (its name is then only a stand-in)."""
 
     namespace: str
     name: str
@@ -141,6 +147,7 @@ class Claim:
     allocation: tuple[AllocatedDevice, ...] | None = None
     node: str | None = None
     reserved_for: tuple[str, ...] = ()
+    made: bool = True
 
     @property
     def key(self) -> str:

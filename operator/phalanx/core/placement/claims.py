@@ -85,14 +85,23 @@ def _member(work: _Pass, binding: Binding) -> Binding:
     reachable = work.reach.of(node)
     for claim in claims:
         _check_reach(work, claim, {d.key for d in reachable}, node.name)
-    fresh = [c for c in claims if c.allocation is None and c.key not in work.given]
+    entries = [e.name for e in work.inventory.pod_claims[pod_key]]
+    fresh = [
+        (entry, c)
+        for entry, c in zip(entries, claims, strict=True)
+        if c.allocation is None and c.key not in work.given
+    ]
     if not fresh:
         return binding
-    allocations = allocate(fresh, reachable, work.taken, work.matcher)
+    allocations = allocate([c for _, c in fresh], reachable, work.taken, work.matcher)
     for allocation in allocations:
         work.given[allocation.claim] = allocation
         work.taken.update(result.device for result in allocation.results)
-    return replace(binding, claims=allocations)
+    named = tuple(
+        replace(allocation, claim=claim.key if claim.made else "", entry=entry)
+        for allocation, (entry, claim) in zip(allocations, fresh, strict=True)
+    )
+    return replace(binding, claims=named)
 
 
 def _check_reach(work: _Pass, claim: Claim, reachable: set[DeviceKey], node: str) -> None:

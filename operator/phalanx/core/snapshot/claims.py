@@ -92,7 +92,7 @@ def claim_of(inventory: DraInventory, pod_key: str, entry_name: str) -> Claim | 
         if entry.template is not None and entry.template in inventory.templates:
             namespace = pod_key.split("/", 1)[0]
             name = f"{pod_key.split('/', 1)[1]}-{entry.name}"
-            return Claim(namespace, name, inventory.templates[entry.template])
+            return Claim(namespace, name, inventory.templates[entry.template], made=False)
     return None
 
 
