@@ -29,6 +29,7 @@ from phalanx.cluster.description import repository_root
 from phalanx.core.model.names import group_name
 
 NAMESPACE = "demo"
+OPERATOR_NAMESPACE = "phalanx-system"  # the leader election Lease's (settings' default)
 EXPECT = "demo.phalanx.io/expect"
 
 
@@ -105,9 +106,12 @@ class Demo:
             print("controllers running: " + ", ".join(workload_controllers.ALL))
         log = args.run_dir / "operator.log"
         print(f"starting the operator (log: {log})")
+        # Leader election as installed (manifests/): its Lease names the operator and its
+        # version, which `kubectl phalanx install-check` shows.
+        self.kubectl("create", "namespace", OPERATOR_NAMESPACE, check=False)
         self.operator = subprocess.Popen(
             [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={self.cluster.kubeconfig}",
-             "--period=2"],
+             "--period=2", "--leader-elect"],
             stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
         )
         self.kubectl("create", "namespace", NAMESPACE, check=False)
