@@ -1,10 +1,11 @@
 """`kubectl phalanx install-check` against the real local control plane: a healthy report
-with the operator leading, and a deliberately broken webhook certificate named, both by the
-plugin's own look at the certificate and by kube-apiserver failing to call the webhook.
+with the operator leading and serving its webhooks (registered on loopback, as `make run`
+does), and a deliberately broken webhook certificate named, both by the plugin's own look at
+the certificate and by kube-apiserver failing to call the webhook.
 
-The webhook here is a small TLS server started by the test, registered under the real
-configuration names on the real API server, which calls it over TLS (no mock: the API
-server's own TLS verification is what fails for a broken certificate)."""
+A broken certificate is served by a small TLS server the test starts, registered in the
+operator's own webhook configurations (`phalanx.webhooks.configurations`) on the real API
+server, which calls it over TLS: its own verification is what fails, no mock."""
 
 from __future__ import annotations
 
@@ -30,13 +31,17 @@ from phalanx.cluster import LocalCluster
 from phalanx.cluster.binaries import binary
 from phalanx.cluster.pki import ServingPair, write_loopback_serving
 from phalanx.kubectl.main import main
+from phalanx.webhooks.configurations import configurations
+from phalanx.webhooks.names import MUTATING_CONFIGURATION as MUTATING
+from phalanx.webhooks.names import NAMESPACE
+from phalanx.webhooks.names import VALIDATING_CONFIGURATION as VALIDATING
 
 from .operator_process import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 
-NAMESPACE = "phalanx-system"
-MUTATING, VALIDATING = "phalanx-mutating", "phalanx-validating"
+REGISTRATIONS = (f"mutatingwebhookconfigurations/{MUTATING}",
+                 f"validatingwebhookconfigurations/{VALIDATING}")
 
 
 @dataclass
@@ -49,22 +54,37 @@ class Webhook:
 
 @pytest.fixture(scope="module")
 def operator(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """An operator replica leading through a Lease of its own; the settings file it runs
-    with (the plugin reads the Lease's name from it)."""
+    """An operator replica leading through a Lease of its own and serving its webhooks,
+    registered; the settings file it runs with (the plugin reads the Lease's name there)."""
     workdir = tmp_path_factory.mktemp("install-check")
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
     lease = f"install-check-{secrets.token_hex(3)}"
     settings = workdir / "settings.yaml"
-    settings.write_text(yaml.safe_dump({"leader_election": {"lease_name": lease}}))
+    settings.write_text(yaml.safe_dump({
+        "leader_election": {"lease_name": lease},
+        "webhook": {"enabled": True, "register_configurations": True, "host": "127.0.0.1",
+                    "port": 0},
+    }))
     process = OperatorProcess("operator", cluster.kubeconfig, workdir,
                               args=[f"--config={settings}"]).start()
     try:
         process.wait_for(lambda: _holder(cluster, lease), "the lease taken")
+        process.wait_for(lambda: len(_registered(cluster)) == 3, "the webhooks registered")
         yield settings
     finally:
         process.stop()
         process.ensure_dead()
         cluster.kubectl("delete", "lease", "-n", NAMESPACE, lease, check=False)
+        cluster.kubectl("delete", "--ignore-not-found", *REGISTRATIONS)
+
+
+def _registered(cluster: LocalCluster) -> list[str]:
+    """The urls of the webhooks registered under Phalanx's configuration names."""
+    done = cluster.kubectl("get", *REGISTRATIONS, "-o", "json", check=False)
+    if done.returncode != 0:
+        return []
+    return [str(hook["clientConfig"].get("url")) for item in json.loads(done.stdout)["items"]
+            for hook in item.get("webhooks") or []]
 
 
 def _holder(cluster: LocalCluster, lease: str) -> str:
@@ -103,51 +123,43 @@ def serve(pair: ServingPair, host: str = "127.0.0.1") -> tuple[ThreadingHTTPServ
     return server, webhook
 
 
-def configurations(url: str, ca: Path) -> list[dict[str, Any]]:
-    """Both configurations under their real names, calling `url` and trusting `ca`."""
+def registering(url: str, ca: Path) -> list[dict[str, Any]]:
+    """Phalanx's two configurations, calling `url` and trusting `ca`."""
     bundle = base64.b64encode(ca.read_bytes()).decode()
-    selector = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                                      "values": ["kube-system", NAMESPACE]}]}
+    return configurations(lambda path: {"url": f"{url}/{path}", "caBundle": bundle})
 
-    def hook(name: str, path: str, policy: str, resources: list[str], group: str,
-             version: str) -> dict[str, Any]:
-        return {
-            "name": name, "clientConfig": {"url": f"{url}/{path}", "caBundle": bundle},
-            "rules": [{"apiGroups": [group], "apiVersions": [version], "resources": resources,
-                       "operations": ["CREATE"]}],
-            "failurePolicy": policy, "sideEffects": "None", "admissionReviewVersions": ["v1"],
-            "namespaceSelector": selector, "timeoutSeconds": 5,
-        }
 
-    return [
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-         "metadata": {"name": MUTATING},
-         "webhooks": [hook("pods.scheduling.phalanx.io", "mutate-pods", "Ignore", ["pods"],
-                           "", "v1")]},
-        {"apiVersion": "admissionregistration.k8s.io/v1",
-         "kind": "ValidatingWebhookConfiguration", "metadata": {"name": VALIDATING},
-         "webhooks": [hook("queues.scheduling.phalanx.io", "validate-queues", "Fail",
-                           ["queues", "podgroups"], "scheduling.phalanx.io", "v1alpha1")]},
-    ]
+def _saved(cluster: LocalCluster) -> list[dict[str, Any]]:
+    """The registered configurations, as objects to create again."""
+    found = json.loads(cluster.kubectl("get", *REGISTRATIONS, "-o", "json").stdout)["items"]
+    for item in found:
+        item["metadata"] = {"name": item["metadata"]["name"]}
+    return list(found)
 
 
 @pytest.fixture
-def register(cluster: LocalCluster) -> Iterator[Any]:
-    """Serve `pair` and register both configurations calling it; removed afterwards."""
+def register(cluster: LocalCluster, operator: Path) -> Iterator[Any]:
+    """`register(pair)`: serve `pair` and point Phalanx's configurations at it instead of
+    the operator; the operator's own registrations are put back afterwards."""
+    saved = _saved(cluster)
     servers: list[ThreadingHTTPServer] = []
 
     def start(pair: ServingPair, ca: Path | None = None, host: str = "127.0.0.1") -> Webhook:
         server, webhook = serve(pair, host)
         servers.append(server)
-        cluster.apply(configurations(webhook.url, ca or pair.ca_cert))
+        replace(cluster, registering(webhook.url, ca or pair.ca_cert))
         return webhook
 
     yield start
-    cluster.kubectl("delete", "mutatingwebhookconfigurations", MUTATING, check=False)
-    cluster.kubectl("delete", "validatingwebhookconfigurations", VALIDATING, check=False)
+    replace(cluster, saved)
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+def replace(cluster: LocalCluster, objects: list[dict[str, Any]]) -> None:
+    cluster.kubectl("delete", "--ignore-not-found", *REGISTRATIONS)
+    cluster.apply(objects)
 
 
 def install_check(cluster: LocalCluster, settings: Path,
@@ -164,25 +176,27 @@ def failures(report: str) -> list[str]:
 
 
 def test_a_healthy_install_reports_every_part_ok(
-    cluster: LocalCluster, operator: Path, register: Any, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: LocalCluster, operator: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    webhook = register(write_loopback_serving(tmp_path, "phalanx-webhook"))
     code, report = install_check(cluster, operator, monkeypatch)
     assert code == 0, report
     lines = report.splitlines()
     for crd in ("podgroups", "queues", "networktopologies"):
         assert f"  ok    {crd}.scheduling.phalanx.io: v1alpha1 served storage" in lines, report
-    webhook_lines = [line for line in lines if "phalanx-" in line and "Lease" not in line]
-    assert len(webhook_lines) == 3, report
-    assert all(line.startswith("  ok    ") for line in webhook_lines), report
-    assert re.search(rf"{VALIDATING}/queues.scheduling.phalanx.io: {webhook.url}/validate-queues "
-                     r"\(failurePolicy Fail\): certificate CN=phalanx-webhook trusted by the "
-                     r"caBundle, for 127.0.0.1, valid 36[45] more days", report), report
+    # The operator's own webhooks: its self-signed certificate, served where it registered
+    # them, and the API server calling the validating one for the plugin's dry-run Queue.
+    (url,) = {u.rsplit("/", 1)[0] for u in _registered(cluster)}
+    for hook, path, policy in (
+        (f"{MUTATING}/gang-pods", "mutate-pods", "Ignore"),
+        (f"{VALIDATING}/podgroups", "validate-podgroups", "Fail"),
+        (f"{VALIDATING}/queues", "validate-queues", "Fail"),
+    ):
+        assert re.search(
+            rf"  ok    {hook}.scheduling.phalanx.io: {url}/{path} \(failurePolicy {policy}\): "
+            r"certificate CN=127.0.0.1 trusted by the caBundle, for 127.0.0.1, valid 36[45] "
+            r"more days", report), report
     assert f"  ok    {VALIDATING}: API server call: a dry-run Queue was admitted through it" in (
         lines)
-    # The API server really called the webhook for the plugin's dry-run Queue.
-    assert any(r["kind"]["kind"] == "Queue" and r["dryRun"] for r in webhook.reviews)
     lease = yaml.safe_load(operator.read_text())["leader_election"]["lease_name"]
     assert re.search(rf"  ok    Lease {NAMESPACE}/{lease}: leader \S+, version "
                      rf"{re.escape(__version__)}; renewed \d+ s ago \(lease 5 s\)", report), report
@@ -191,6 +205,11 @@ def test_a_healthy_install_reports_every_part_ok(
     for level, domains in (("block", 2), ("rack", 8)):
         assert re.search(rf"  ok    default/{level}: {domains} domains by ", report), report
     assert lines[-1].startswith("healthy: 0 failed"), report
+
+
+HOOKS = [f"{MUTATING}/gang-pods.scheduling.phalanx.io",
+         f"{VALIDATING}/podgroups.scheduling.phalanx.io",
+         f"{VALIDATING}/queues.scheduling.phalanx.io"]
 
 
 @pytest.mark.parametrize("broken", ["expired", "another CA", "another host"])
@@ -203,7 +222,7 @@ def test_a_broken_webhook_certificate_is_named(
     pair = write_loopback_serving(tmp_path / "served", "phalanx-webhook", not_after=expiry)
     other = write_loopback_serving(tmp_path / "other", "someone-else").ca_cert
     host = "127.0.0.2" if broken == "another host" else "127.0.0.1"
-    register(pair, ca=other if broken == "another CA" else None, host=host)
+    webhook = register(pair, ca=other if broken == "another CA" else None, host=host)
     code, report = install_check(cluster, operator, monkeypatch)
     assert code == 1, report
     mine, api_server = {
@@ -212,37 +231,35 @@ def test_a_broken_webhook_certificate_is_named(
                        "CN=phalanx-webhook-local-ca; caBundle holds CN=someone-else-local-ca)",
                        "x509: certificate signed by unknown authority"),
         "another host": ("certificate is not for 127.0.0.2 (it is for localhost, 127.0.0.1)",
-                         "127.0.0.2"),
+                         "x509: certificate is valid for 127.0.0.1, not 127.0.0.2"),
     }[broken]
     failed = failures(report)
-    # The certificate is all that is wrong: both configurations' webhooks, and the API
-    # server's own failed call through the validating one.
-    assert len(failed) == 3, report
+    # The certificate is all that is wrong: each webhook of both configurations, and the
+    # API server's own failed call through the validating one.
+    assert len(failed) == 4, report
     hooks = [line for line in failed if "API server call" not in line]
-    assert [line.split(":")[0] for line in hooks] == [
-        f"FAIL  {MUTATING}/pods.scheduling.phalanx.io",
-        f"FAIL  {VALIDATING}/queues.scheduling.phalanx.io"], report
-    assert all(mine in line for line in hooks), report
+    assert [line.split(": ")[0] for line in hooks] == [f"FAIL  {hook}" for hook in HOOKS], report
+    assert all(mine in line and webhook.url in line for line in hooks), report
     (call,) = [line for line in failed if "API server call" in line]
     assert call.startswith(f"FAIL  {VALIDATING}: API server call: failed calling webhook"), call
     assert api_server in call, call
-    assert report.splitlines()[-1].startswith("unhealthy: 3 failed"), report
+    assert not webhook.reviews  # the API server never got through
+    assert report.splitlines()[-1].startswith("unhealthy: 4 failed"), report
 
 
 def test_nothing_listening_is_named_unreachable(
     cluster: LocalCluster, operator: Path, register: Any, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`register` only to remove the configurations afterwards."""
     pair = write_loopback_serving(tmp_path, "phalanx-webhook")
     server, webhook = serve(pair)
     server.shutdown()
     server.server_close()  # the port is free now: nothing answers there
-    cluster.apply(configurations(webhook.url, pair.ca_cert))
+    replace(cluster, registering(webhook.url, pair.ca_cert))  # `register` puts back after
     code, report = install_check(cluster, operator, monkeypatch)
     assert code == 1, report
     port = webhook.url.rsplit(":", 1)[1]
     failed = failures(report)
     assert sum(f"unreachable: nothing listens at 127.0.0.1:{port} (connection refused)" in line
-               for line in failed) == 2, report
+               for line in failed) == 3, report
     assert any("API server call: failed calling webhook" in line for line in failed), report

@@ -31,9 +31,9 @@ from phalanx.kubectl.webhook_check import (
     Endpoint,
     WebhookConfiguration,
 )
+from phalanx.webhooks.names import TLS_SECRET as WEBHOOK_SECRET
 from phalanx.workloads.kinds import WORKLOAD_KINDS
 
-WEBHOOK_SECRET = "phalanx-webhook-tls"  # the serving certificate the operator mounts
 CONFIGURATION_KINDS = {
     MUTATING: "mutatingwebhookconfigurations.admissionregistration.k8s.io",
     VALIDATING: "validatingwebhookconfigurations.admissionregistration.k8s.io",

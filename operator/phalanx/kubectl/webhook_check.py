@@ -20,10 +20,10 @@ from typing import Any
 
 from phalanx.kubectl.certificates import judge_certificate
 from phalanx.kubectl.checks import Check, Status, worst
+from phalanx.webhooks.names import INJECT_CA_ANNOTATION
+from phalanx.webhooks.names import MUTATING_CONFIGURATION as MUTATING
+from phalanx.webhooks.names import VALIDATING_CONFIGURATION as VALIDATING
 
-MUTATING = "phalanx-mutating"
-VALIDATING = "phalanx-validating"
-INJECT_CA_ANNOTATION = "cert-manager.io/inject-ca-from"
 WARN_DAYS = 14.0  # cert-manager renews at 2/3 of a 90-day certificate: 30 days before
 
 WITHOUT = {  # what a cluster lacks without the configuration
