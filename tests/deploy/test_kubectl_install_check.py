@@ -27,14 +27,14 @@ from phalanx.kubectl.install_check import (
 from phalanx.kubectl.install_facts import expected_crds
 from phalanx.kubectl.node_check import node_checks, topology_checks
 from phalanx.kubectl.webhook_check import (
-    MUTATING,
-    VALIDATING,
     ApiCall,
     Endpoint,
     WebhookConfiguration,
     webhook_checks,
 )
 from phalanx.leader.record import lease_body, parse_lease
+from phalanx.webhooks.names import MUTATING_CONFIGURATION as MUTATING
+from phalanx.webhooks.names import VALIDATING_CONFIGURATION as VALIDATING
 
 from .objects import Obj, node, topology
 

@@ -24,14 +24,10 @@ from phalanx.config.settings import LeaderElection
 from phalanx.core.model.names import API_GROUP, GROUP_VERSION
 from phalanx.kubectl.fetch import Kubectl, Obj, PluginError
 from phalanx.kubectl.install_check import InstallFacts
-from phalanx.kubectl.webhook_check import (
-    MUTATING,
-    VALIDATING,
-    ApiCall,
-    Endpoint,
-    WebhookConfiguration,
-)
+from phalanx.kubectl.webhook_check import ApiCall, Endpoint, WebhookConfiguration
+from phalanx.webhooks.names import MUTATING_CONFIGURATION as MUTATING
 from phalanx.webhooks.names import TLS_SECRET as WEBHOOK_SECRET
+from phalanx.webhooks.names import VALIDATING_CONFIGURATION as VALIDATING
 from phalanx.workloads.kinds import WORKLOAD_KINDS
 
 CONFIGURATION_KINDS = {
