@@ -22,6 +22,7 @@ import yaml
 
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.device_share import DEVICE
+from phalanx.core.model.dra import ClaimAllocation
 from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.result import Binding, CycleResult, ExpectedStart
 from phalanx.core.parse import snapshot_from_objects
@@ -95,7 +96,7 @@ def to_json(result: CycleResult) -> str:
         "bindings": [
             {"pod": b.pod, "node": b.node, "devices": [
                 {"index": d.index, "fraction": d.fraction} for d in b.devices
-            ]}
+            ], "claims": [_claim(c) for c in b.claims]}
             for b in result.bindings
         ],
         "groups": [
@@ -130,6 +131,20 @@ def to_json(result: CycleResult) -> str:
         ],
     }
     return json.dumps(document, indent=2)
+
+
+def _claim(allocation: ClaimAllocation) -> dict[str, Any]:
+    """A DRA allocation as the claim's status.allocation would hold it; `claim` null for
+    one a template will make (named in the pod's status once it exists)."""
+    return {
+        "claim": allocation.claim or None,
+        "entry": allocation.entry,
+        "node": allocation.node,
+        "devices": [
+            {"request": r.request, **dict(zip(("driver", "pool", "device"), r.device, strict=True))}
+            for r in allocation.results
+        ],
+    }
 
 
 def _moment(at: float | None) -> str | None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from phalanx.core.model.inputs import NodeSelectorTerm
+from phalanx.core.model.inputs import NodeSelectorTerm, PodClaim
+
+__all__ = ["PodClaim"]  # defined beside PodInfo, which carries it; named here too
 
 DeviceKey = tuple[str, str, str]
 """(driver, pool, device name): a device's identity in an allocation result."""
@@ -155,20 +157,10 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
-class PodClaim:
-    """An entry of a pod's `spec.resourceClaims`: `claim` names the ResourceClaim it
-    uses ("NS/NAME"; for a template, the one kube-controller-manager made, once it is
-    in the pod's status), `template` the ResourceClaimTemplate ("NS/NAME") if any."""
-
-    name: str
-    claim: str | None = None
-    template: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class DraInventory:
     """Every DRA object a cycle reads: devices of complete pools, classes, claims and
-    templates (by "NS/NAME"), and what each pod's claims are."""
+    templates (by "NS/NAME"), and the claims of each pod that has any (its
+    `PodInfo.claims`, gathered by `parse.objects.assemble_snapshot`)."""
 
     devices: tuple[Device, ...] = ()
     classes: Mapping[str, DeviceClass] = field(default_factory=dict)

@@ -107,6 +107,17 @@ class NodeInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class PodClaim:
+    """An entry of a pod's `spec.resourceClaims` (DRA): `claim` names the ResourceClaim it
+    uses ("NS/NAME"; for a template, the one kube-controller-manager made, once it is in
+    the pod's status), `template` the ResourceClaimTemplate ("NS/NAME") if any."""
+
+    name: str
+    claim: str | None = None
+    template: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PodInfo:
     """A pod, with `requests` already the effective request Kubernetes would use.
 
@@ -150,6 +161,7 @@ class PodInfo:
     gpu_devices: tuple[int, ...] = ()
     invalid: str = ""
     controlled: bool = False  # has a controller (ownerReferences) that recreates it
+    claims: tuple[PodClaim, ...] = ()  # DRA: its spec.resourceClaims
     # `namespace/name`, made once per PodInfo: a snapshot reads it several times for
     # each of its (at bench-5000, 20,870) pods, and each making cost a string.
     key: PodKey = field(init=False, repr=False, compare=False)

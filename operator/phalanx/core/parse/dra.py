@@ -10,6 +10,7 @@ that uses them is refused with that said rather than allocated wrongly.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from phalanx.core.dra.values import semver_of
@@ -23,7 +24,6 @@ from phalanx.core.model.dra import (
     DeviceClass,
     DeviceRequest,
     MatchAttribute,
-    PodClaim,
 )
 from phalanx.core.model.quantity import MAX_INT32
 from phalanx.core.parse.fields import Reader, is_mapping
@@ -33,8 +33,25 @@ _UNSUPPORTED_REQUEST = ("adminAccess", "capacity")
 _UNSUPPORTED_DEVICE = ("consumesCounters", "allowMultipleAllocations")
 
 
-def parse_slice(obj: Mapping[str, Any]) -> tuple[tuple[str, str, int, int], tuple[Device, ...]]:
-    """((driver, pool, generation, slices in the pool), the slice's devices)."""
+@dataclass(frozen=True, slots=True)
+class SliceParts:
+    """One ResourceSlice: its pool (driver, name, generation, how many slices the pool
+    has) and its devices. A pool's devices count once all its slices are seen."""
+
+    driver: str
+    pool: str
+    generation: int
+    count: int
+    devices: tuple[Device, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimTemplate:
+    key: str  # "NS/NAME"
+    spec: ClaimSpec
+
+
+def parse_slice(obj: Mapping[str, Any]) -> SliceParts:
     reader = Reader("ResourceSlice", obj, namespaced=False)
     driver = _required(reader, "spec.driver")
     pool = _required(reader, "spec.pool.name")
@@ -53,7 +70,7 @@ def parse_slice(obj: Mapping[str, Any]) -> tuple[tuple[str, str, int, int], tupl
         _device(reader, i, entry, driver, pool, node, terms, all_nodes)
         for i, entry in enumerate(reader.items("spec.devices"))
     )
-    return (driver, pool, generation, count), devices
+    return SliceParts(driver, pool, generation, count, devices)
 
 
 def _required(reader: Reader, path: str) -> str:
@@ -122,24 +139,23 @@ def _attribute(reader: Reader, path: str, value: Any) -> AttributeValue:
     raise reader.error(path, f"unsupported attribute {kind!r} = {raw!r}")
 
 
-def complete_devices(
-    slices: Iterable[tuple[tuple[str, str, int, int], tuple[Device, ...]]],
-) -> tuple[Device, ...]:
+def complete_devices(slices: Iterable[SliceParts]) -> tuple[Device, ...]:
     """Devices of the pools whose every slice of the newest generation is here: a pool
     seen in part (a driver republishing it) is left out until it is whole, as upstream's
     allocator does, so a device never counts twice or from a stale generation."""
+    slices = list(slices)
     newest: dict[tuple[str, str], int] = {}
-    for (driver, pool, generation, _), _devices in slices:
-        key = (driver, pool)
-        newest[key] = max(generation, newest.get(key, generation))
-    seen: dict[tuple[str, str], list[tuple[int, tuple[Device, ...]]]] = {}
-    for (driver, pool, generation, count), devices in slices:
-        if generation == newest[(driver, pool)]:
-            seen.setdefault((driver, pool), []).append((count, devices))
+    for part in slices:
+        key = (part.driver, part.pool)
+        newest[key] = max(part.generation, newest.get(key, part.generation))
+    seen: dict[tuple[str, str], list[SliceParts]] = {}
+    for part in slices:
+        if part.generation == newest[(part.driver, part.pool)]:
+            seen.setdefault((part.driver, part.pool), []).append(part)
     found: list[Device] = []
     for parts in seen.values():
-        if all(count == len(parts) for count, _ in parts):
-            found.extend(device for _, devices in parts for device in devices)
+        if all(part.count == len(parts) for part in parts):
+            found.extend(device for part in parts for device in part.devices)
     return tuple(found)
 
 
@@ -268,32 +284,6 @@ def _allocated_node(reader: Reader) -> str | None:
     return None
 
 
-def parse_claim_template(obj: Mapping[str, Any]) -> tuple[str, ClaimSpec]:
+def parse_claim_template(obj: Mapping[str, Any]) -> ClaimTemplate:
     reader = Reader("ResourceClaimTemplate", obj, namespaced=True)
-    return f"{reader.namespace}/{reader.name}", parse_claim_spec(reader, "spec.spec")
-
-
-def pod_claims(obj: Mapping[str, Any]) -> tuple[PodClaim, ...]:
-    """The pod's `spec.resourceClaims`, each with the claim it uses once that is known
-    (a direct name, or the name kube-controller-manager wrote into the pod's status)."""
-    reader = Reader("Pod", obj, namespaced=True)
-    made = {
-        str(s.get("name")): s.get("resourceClaimName")
-        for s in reader.items("status.resourceClaimStatuses")
-        if is_mapping(s)
-    }
-    found = []
-    for i, entry in enumerate(reader.items("spec.resourceClaims")):
-        if not is_mapping(entry) or not isinstance(entry.get("name"), str):
-            raise reader.error(f"spec.resourceClaims[{i}].name", "missing")
-        name = entry["name"]
-        direct, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")
-        claim = direct if isinstance(direct, str) else made.get(name)
-        found.append(
-            PodClaim(
-                name,
-                f"{reader.namespace}/{claim}" if isinstance(claim, str) else None,
-                f"{reader.namespace}/{template}" if isinstance(template, str) else None,
-            )
-        )
-    return tuple(found)
+    return ClaimTemplate(f"{reader.namespace}/{reader.name}", parse_claim_spec(reader, "spec.spec"))

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from phalanx.core.model.backoff import Backoff
+from phalanx.core.model.dra import Claim, DeviceClass, DraInventory
 from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.inputs import (
     GroupInfo,
@@ -22,6 +23,15 @@ from phalanx.core.parse.composite import (
     fold_composites,
     parse_composite_pod_group,
 )
+from phalanx.core.parse.dra import (
+    ClaimTemplate,
+    SliceParts,
+    complete_devices,
+    parse_claim,
+    parse_claim_template,
+    parse_device_class,
+    parse_slice,
+)
 from phalanx.core.parse.group import parse_pod_group
 from phalanx.core.parse.label_levels import resolve_label_levels
 from phalanx.core.parse.membership import join_implied_groups
@@ -33,6 +43,10 @@ from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.picture import Snapshot
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], object]] = {
+    "ResourceSlice": parse_slice,
+    "DeviceClass": parse_device_class,
+    "ResourceClaim": parse_claim,
+    "ResourceClaimTemplate": parse_claim_template,
     "Node": parse_node,
     "Pod": parse_pod,
     "PodGroup": parse_pod_group,
@@ -113,9 +127,10 @@ def assemble_snapshot(
     groups, topologies = resolve_label_levels(_ours_first(folded), by_type[TopologySpec])
     known = {g.key for g in groups} | {
         GroupKey(e.name) for e in invalid if e.kind in ("PodGroup", COMPOSITE)}
+    pods = join_implied_groups(pods, known)
     return Snapshot(
         nodes=tuple(by_type[NodeInfo]),
-        pods=tuple(join_implied_groups(pods, known)),
+        pods=tuple(pods),
         groups=groups,
         queues=tuple(by_type[QueueInfo]),
         topologies=topologies,
@@ -124,13 +139,29 @@ def assemble_snapshot(
         backoffs=backoffs or {},
         eviction_refused=frozenset(eviction_refused),
         partial_since=partial_since or {},
+        dra=_dra(by_type, pods),
         previous=previous,
     )
 
 
 _TYPES = (
-    NodeInfo, PodInfo, GroupInfo, QueueInfo, TopologySpec, PriorityClassInfo, CompositeGroup
+    NodeInfo, PodInfo, GroupInfo, QueueInfo, TopologySpec, PriorityClassInfo, CompositeGroup,
+    SliceParts, DeviceClass, Claim, ClaimTemplate,
 )
+
+
+def _dra(by_type: Mapping[type, list[Any]], pods: Iterable[PodInfo]) -> DraInventory:
+    """The DRA objects, and the claims of each pod that names any."""
+    pod_claims = {str(pod.key): pod.claims for pod in pods if pod.claims}
+    if not pod_claims:
+        return DraInventory()  # nothing asks for a device: no lowering, no allocation
+    return DraInventory(
+        devices=complete_devices(by_type[SliceParts]),
+        classes={c.name: c for c in by_type[DeviceClass]},
+        claims={c.key: c for c in by_type[Claim]},
+        templates={t.key: t.spec for t in by_type[ClaimTemplate]},
+        pod_claims=pod_claims,
+    )
 
 
 def _ours_first(groups: list[GroupInfo]) -> list[GroupInfo]:

@@ -14,6 +14,7 @@ from typing import Any
 from phalanx.core.model.inputs import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodClaim,
     PodInfo,
     Toleration,
 )
@@ -66,7 +67,33 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         gpu_devices=read_gpu_index(annotations),
         invalid=ask.invalid,
         controlled=_controlled(reader.get("metadata.ownerReferences")),
+        claims=_claims(reader) if reader.get("spec.resourceClaims") else (),
     )
+
+
+def _claims(reader: Reader) -> tuple[PodClaim, ...]:
+    """The pod's `spec.resourceClaims`, each with the claim it uses once that is known
+    (a direct name, or the name kube-controller-manager wrote into the pod's status)."""
+    made = {
+        str(s.get("name")): s.get("resourceClaimName")
+        for s in reader.items("status.resourceClaimStatuses")
+        if is_mapping(s)
+    }
+    found = []
+    for i, entry in enumerate(reader.items("spec.resourceClaims")):
+        if not is_mapping(entry) or not isinstance(entry.get("name"), str):
+            raise reader.error(f"spec.resourceClaims[{i}].name", "missing")
+        name = entry["name"]
+        direct, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")
+        claim = direct if isinstance(direct, str) else made.get(name)
+        found.append(
+            PodClaim(
+                name,
+                f"{reader.namespace}/{claim}" if isinstance(claim, str) else None,
+                f"{reader.namespace}/{template}" if isinstance(template, str) else None,
+            )
+        )
+    return tuple(found)
 
 
 def _controlled(refs: Any) -> bool:
