@@ -13,6 +13,7 @@ import json
 import secrets
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,8 +51,9 @@ def webhook_settings(mode: Mode = Mode.BINDER, **webhook: Any) -> Settings:
 
 @contextlib.contextmanager
 def webhooked(cluster: LocalCluster, settings: Settings) -> Iterator[Operator]:
-    """The operator serving its webhooks, registered; unregistered after (a validating
-    webhook with failurePolicy Fail left behind would refuse every later PodGroup)."""
+    """The operator serving its webhooks, registered; unregistered after, by the operator
+    itself (a validating webhook with failurePolicy Fail left behind would refuse every
+    later PodGroup of the session)."""
     async def make() -> Operator:
         return Operator(await load_configuration(str(cluster.kubeconfig)), settings)
 
@@ -59,6 +61,9 @@ def webhooked(cluster: LocalCluster, settings: Settings) -> Iterator[Operator]:
         with operator_in_thread(make, "phalanx-webhooks") as operator:
             assert eventually(registered(cluster), 30), "webhook configurations not registered"
             yield operator
+        # The operator removed what it registered as it stopped.
+        left = cluster.kubectl("get", *REGISTRATIONS, "--ignore-not-found", "-o", "name")
+        assert left.stdout.strip() == ""
     finally:
         cluster.kubectl("delete", "--ignore-not-found", *REGISTRATIONS)
 
@@ -310,3 +315,19 @@ def test_unknown_queues_may_be_allowed_with_a_warning(
         tag = secrets.token_hex(3)
         result = cluster.apply([podgroup("early", f"later-{tag}")], namespace=namespace)
         assert f"Warning: spec.queue: queue later-{tag} does not exist (yet)" in result.stderr
+
+
+def test_a_certificate_from_a_folder_is_served_as_the_mounted_secret_would_be(
+    cluster: LocalCluster, namespace: str, tmp_path: Path
+) -> None:
+    # The Secret phalanx-webhook-tls as the Deployment mounts it: tls.crt, tls.key, ca.crt.
+    cert, key = self_signed(["127.0.0.1"])
+    for name, data in (("tls.crt", cert), ("tls.key", key), ("ca.crt", cert)):
+        (tmp_path / name).write_bytes(data)
+    with webhooked(cluster, webhook_settings(cert_dir=str(tmp_path))):
+        mutating = get_json(cluster, "mutatingwebhookconfiguration", MUTATING_CONFIGURATION)
+        bundle = mutating["webhooks"][0]["clientConfig"]["caBundle"]
+        assert base64.b64decode(bundle) == cert  # the CA is the folder's ca.crt
+        refused = cluster.apply([podgroup("typo", "no-such-queue")], namespace=namespace,
+                                check=False)
+        assert "spec.queue: queue no-such-queue does not exist" in refused.stderr  # TLS works

@@ -13,7 +13,7 @@ import structlog
 from kubernetes_asyncio import client as k8s
 
 from phalanx.config import Settings
-from phalanx.core.model.names import DEFAULT_QUEUE, GROUP_VERSION
+from phalanx.core.model.names import COMPONENT, DEFAULT_QUEUE, GROUP_VERSION
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
@@ -35,6 +35,7 @@ from phalanx.operator.loop import SchedulingLoop
 from phalanx.operator.optional_kinds import OptionalKind, OptionalKinds
 from phalanx.operator.scheduler import Scheduler
 from phalanx.operator.writes import connections_needed
+from phalanx.webhooks.configurations import calls_the_same, configuration_path
 from phalanx.webhooks.handlers import register_webhooks
 from phalanx.webhooks.server import Registering, webhook_server
 from phalanx.workloads import WORKLOAD_KINDS
@@ -112,6 +113,7 @@ class Operator:
             settings.discovery_period_seconds, clock,
         )
         self._kopf_ready = asyncio.Event()
+        self._registered: dict[str, dict[str, Any]] = {}  # webhook configurations, by path
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
         self._watch_tasks: list[asyncio.Task[None]] = []
@@ -157,13 +159,24 @@ class Operator:
     async def _register_webhooks(self, configurations: list[dict[str, Any]]) -> None:
         """Write the webhook configurations (server-side apply), for the local cluster."""
         for body in configurations:
-            plural = body["kind"].lower() + "s"
-            path = (f"/apis/admissionregistration.k8s.io/v1/{plural}/"
-                    f"{body['metadata']['name']}?fieldManager=phalanx&force=true")
-            reply = await self.api.request("PATCH", path, body, APPLY_PATCH)
-            if not reply.ok:
+            path = configuration_path(body)
+            reply = await self.api.request(
+                "PATCH", f"{path}?fieldManager={COMPONENT}&force=true", body, APPLY_PATCH)
+            if reply.ok:
+                self._registered[path] = body
+            else:
                 log.error("webhook configuration not registered", name=body["metadata"]["name"],
                           status=reply.status, reason=reply.reason)
+
+    async def _unregister_webhooks(self) -> None:
+        """Remove the configurations this operator registered, unless another one has
+        registered itself since: left behind, the validating one (failurePolicy Fail) would
+        refuse every PodGroup and Queue of the local cluster until an operator is back."""
+        for path, body in self._registered.items():
+            reply = await self.api.request("GET", path)
+            if reply.ok and calls_the_same(reply.body, body):
+                await self.api.request("DELETE", path)
+        self._registered.clear()
 
     def _changed(self) -> None:
         self._kopf_ready.set()
@@ -214,6 +227,7 @@ class Operator:
             asyncio.create_task(watch.run(), name=f"phalanx {kind.kind} watch"))
 
     async def _cleanup(self) -> None:
+        await self._unregister_webhooks()
         for task in (self._task, *self._watch_tasks):
             if task is not None:
                 task.cancel()

@@ -19,7 +19,7 @@ against them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from phalanx.core.model.names import API_GROUP, API_VERSION
@@ -96,3 +96,18 @@ def _rule(group: str, version: str, plural: str, operations: list[str],
           scope: str) -> dict[str, Any]:
     return {"apiGroups": [group], "apiVersions": [version], "resources": [plural],
             "operations": operations, "scope": scope}
+
+
+def configuration_path(body: dict[str, Any]) -> str:
+    """Where the API server keeps a webhook configuration."""
+    plural = str(body["kind"]).lower() + "s"
+    return f"/apis/admissionregistration.k8s.io/v1/{plural}/{body['metadata']['name']}"
+
+
+def calls_the_same(current: Mapping[str, Any], registered: Mapping[str, Any]) -> bool:
+    """Whether a configuration still sends its requests where `registered` did (no other
+    operator has registered itself over it)."""
+    def targets(body: Mapping[str, Any]) -> list[Any]:
+        return [w.get("clientConfig", {}).get("url") for w in body.get("webhooks") or []]
+
+    return targets(current) == targets(registered)
