@@ -44,7 +44,12 @@ def test_json_output_on_the_example(capsys: pytest.CaptureFixture[str]) -> None:
         b["node"] for b in document["bindings"] if b["pod"].startswith("ml/llm-finetune")
     }
     assert len(finetune_nodes) == 1  # two 2-GPU pods packed on one node of one rack
-    notebook = {"pod": "ml/notebook", "node": "node-a1", "devices": [{"index": 6, "fraction": 1.0}]}
+    notebook = {
+        "pod": "ml/notebook",
+        "node": "node-a1",
+        "devices": [{"index": 6, "fraction": 1.0}],
+        "claims": [],  # no DRA claims (examples/plan/dra.yaml has some)
+    }
     assert notebook in document["bindings"]
 
 
@@ -74,7 +79,8 @@ spec:
     code, out, _ = run(capsys, "-f", "-", "-o", "json")
     assert code == 0
     devices = [{"index": 0, "fraction": 1.0}, {"index": 1, "fraction": 1.0}]
-    assert json.loads(out)["bindings"] == [{"pod": "ns/p", "node": "n1", "devices": devices}]
+    expected = {"pod": "ns/p", "node": "n1", "devices": devices, "claims": []}
+    assert json.loads(out)["bindings"] == [expected]
 
 
 SHARED = """
@@ -105,7 +111,8 @@ def test_plan_shows_the_gpu_devices_each_pod_takes(
     code, out, _ = run(capsys, "-f", "-", "-o", "json")
     assert code == 0
     devices = [{"index": 0, "fraction": 0.25}]
-    assert json.loads(out)["bindings"] == [{"pod": "ns/quarter", "node": "n1", "devices": devices}]
+    expected = {"pod": "ns/quarter", "node": "n1", "devices": devices, "claims": []}
+    assert json.loads(out)["bindings"] == [expected]
     monkeypatch.setattr("sys.stdin", io.StringIO(SHARED))
     code, out, _ = run(capsys, "-f", "-")
     rows = [line.split() for line in out.splitlines()]
