@@ -31,15 +31,18 @@ from phalanx.cluster import LocalCluster
 from phalanx.cluster.binaries import binary
 from phalanx.cluster.pki import ServingPair, write_loopback_serving
 from phalanx.kubectl.main import main
+from phalanx.webhooks.certificate import self_signed
 from phalanx.webhooks.configurations import configurations
 from phalanx.webhooks.names import MUTATING_CONFIGURATION as MUTATING
-from phalanx.webhooks.names import NAMESPACE
+from phalanx.webhooks.names import NAMESPACE, SERVICE, TLS_SECRET
 from phalanx.webhooks.names import VALIDATING_CONFIGURATION as VALIDATING
 
 from .operator_process import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "webhook"
+SLICE = "phalanx-webhook-install-check"
 REGISTRATIONS = (f"mutatingwebhookconfigurations/{MUTATING}",
                  f"validatingwebhookconfigurations/{VALIDATING}")
 
@@ -138,10 +141,17 @@ def _saved(cluster: LocalCluster) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def register(cluster: LocalCluster, operator: Path) -> Iterator[Any]:
-    """`register(pair)`: serve `pair` and point Phalanx's configurations at it instead of
-    the operator; the operator's own registrations are put back afterwards."""
+def restored(cluster: LocalCluster, operator: Path) -> Iterator[None]:
+    """The operator's own registrations put back after the test replaced them."""
     saved = _saved(cluster)
+    yield
+    replace(cluster, saved)
+
+
+@pytest.fixture
+def register(cluster: LocalCluster, restored: None) -> Iterator[Any]:
+    """`register(pair)`: serve `pair` and point Phalanx's configurations at it instead of
+    the operator."""
     servers: list[ThreadingHTTPServer] = []
 
     def start(pair: ServingPair, ca: Path | None = None, host: str = "127.0.0.1") -> Webhook:
@@ -151,7 +161,6 @@ def register(cluster: LocalCluster, operator: Path) -> Iterator[Any]:
         return webhook
 
     yield start
-    replace(cluster, saved)
     for server in servers:
         server.shutdown()
         server.server_close()
@@ -263,3 +272,72 @@ def test_nothing_listening_is_named_unreachable(
     assert sum(f"unreachable: nothing listens at 127.0.0.1:{port} (connection refused)" in line
                for line in failed) == 3, report
     assert any("API server call: failed calling webhook" in line for line in failed), report
+
+
+@pytest.fixture
+def as_installed(cluster: LocalCluster, restored: None) -> Iterator[None]:
+    """The webhook objects of manifests/webhook/ (Service, both configurations calling it),
+    as `kubectl apply -k manifests/` installs them, without cert-manager."""
+    cluster.kubectl("delete", "--ignore-not-found", *REGISTRATIONS)
+    for name in ("service.yaml", "mutating.yaml", "validating.yaml"):
+        cluster.apply(MANIFESTS / name)
+    yield
+    for kind in ("secrets/" + TLS_SECRET, "services/" + SERVICE,
+                 "endpointslices.discovery.k8s.io/" + SLICE):
+        cluster.kubectl("delete", "-n", NAMESPACE, "--ignore-not-found", kind)
+
+
+def test_a_service_webhook_without_cert_manager_is_named_and_then_checked_from_its_secret(
+    cluster: LocalCluster, operator: Path, as_installed: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without cert-manager: no caBundle, no Secret, no pod behind the Service, each named.
+    Then what cert-manager and a Ready operator pod would add: the certificate is judged
+    from the Secret; the API server still cannot call a Service of this pod-less cluster,
+    and says why in its own words."""
+    code, report = install_check(cluster, operator, monkeypatch)
+    assert code == 1, report
+    failed = failures(report)
+    hooks = [line for line in failed if "API server call" not in line]
+    assert [line.split(": ")[0] for line in hooks] == [f"FAIL  {hook}" for hook in HOOKS], report
+    for line in hooks:
+        assert f"service {NAMESPACE}/{SERVICE}:443/" in line, line
+        assert ("no caBundle (cert-manager's CA injector has not filled it from Certificate "
+                f"{NAMESPACE}/phalanx-webhook)") in line, line
+        assert (f"unreachable: Service {NAMESPACE}/{SERVICE} has no ready endpoint "
+                "(is the operator running and Ready?)") in line, line
+        assert f"certificate not checked: Secret {NAMESPACE}/{TLS_SECRET}: " in line, line
+        assert "NotFound" in line, line
+
+    host = f"{SERVICE}.{NAMESPACE}.svc"
+    cert, key = self_signed([host, f"{host}.cluster.local"])
+    cluster.apply([{
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": TLS_SECRET, "namespace": NAMESPACE},
+        "data": {name: base64.b64encode(value).decode()
+                 for name, value in (("tls.crt", cert), ("tls.key", key), ("ca.crt", cert))},
+    }, {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": SLICE, "namespace": NAMESPACE,
+                     "labels": {"kubernetes.io/service-name": SERVICE,
+                                "endpointslice.kubernetes.io/managed-by": "phalanx-tests"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.244.1.7"], "conditions": {"ready": True}}],
+        "ports": [{"name": "webhook", "port": 9443, "protocol": "TCP"}],
+    }])
+    bundle = base64.b64encode(cert).decode()
+    for kind, name, hooks_of in (("mutatingwebhookconfigurations", MUTATING, 1),
+                                 ("validatingwebhookconfigurations", VALIDATING, 2)):
+        patch = [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+                 for i in range(hooks_of)]
+        cluster.kubectl("patch", kind, name, "--type=json", "-p", json.dumps(patch))
+    code, report = install_check(cluster, operator, monkeypatch)
+    assert code == 1, report
+    for hook in HOOKS:
+        assert re.search(rf"  ok    {hook}: service {NAMESPACE}/{SERVICE}:443/\S+ \(failurePolicy "
+                         rf"\w+\): certificate CN={host} trusted by the caBundle, for {host}, "
+                         rf"valid 36[45] more days \(\S+\) \(from Secret "
+                         rf"{NAMESPACE}/{TLS_SECRET}\)", report), report
+    (call,) = failures(report)
+    assert call.startswith(f"FAIL  {VALIDATING}: API server call: failed calling webhook "
+                           '"queues.scheduling.phalanx.io"'), call
+    assert f"https://{host}:443/validate-queues" in call, call
