@@ -1,0 +1,1 @@
+"""DRA benchmarks: `python -m bench.dra` compares the two CEL libraries for device selectors."""
