@@ -286,6 +286,15 @@ def test_bad_podgroups_and_queues_are_refused_with_the_field_named(
     refused = cluster.apply([podgroup("typo", f"team-{tag}")], namespace=namespace, check=False)
     assert refused.returncode != 0
     assert f"spec.queue: queue team-{tag} does not exist" in refused.stderr
+    # A workload's PodGroup is refused the same way; the workload says so, its pods wait.
+    cluster.apply([job("typo", 2, labels={"scheduling.phalanx.io/queue": f"team-{tag}"})],
+                  namespace=namespace)
+    said = eventually(lambda: [e for e in events(cluster, namespace, "PodGroupRefused")
+                               if e["involvedObject"]["kind"] == "Job"], 60)
+    assert said and f"spec.queue: queue team-{tag} does not exist" in said[0]["message"]
+    selector = "batch.kubernetes.io/job-name=typo"
+    assert eventually(lambda: len(pods(cluster, namespace, selector)) == 2)
+    assert [p["spec"].get("nodeName") for p in pods(cluster, namespace, selector)] == [None] * 2
 
     top, child = f"top-{tag}", f"child-{tag}"
     cluster.apply([queue(top, capability={"nvidia.com/gpu": 16}),

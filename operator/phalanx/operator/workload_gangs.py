@@ -18,12 +18,14 @@ from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.names import NAMESPACE_DEFAULT_QUEUE_LABEL, QUEUE_KEY
 from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
 from phalanx.operator.events import Event
-from phalanx.operator.kube.client import group_path
+from phalanx.operator.kube.client import Reply, group_path
 from phalanx.operator.writes import Writes
 from phalanx.workloads import pod_groups_for
 from phalanx.workloads.reconcile import changes_for, owned_by
 
 log = structlog.get_logger("phalanx.operator")
+
+REFUSED = (400, 403, 422)  # the API server will not take that body as it is
 
 
 class WorkloadGangs:
@@ -51,7 +53,7 @@ class WorkloadGangs:
             owned = [g for g in groups if owned_by(g, uid)]
             changes = changes_for(wanted, owned)
             for body in changes.apply:
-                self._apply(body)
+                self._apply(body, workload)
             namespace = str(workload.get("metadata", {}).get("namespace"))
             for name in changes.delete:
                 self._writes.delete(group_path("podgroups", name, namespace))
@@ -74,7 +76,7 @@ class WorkloadGangs:
         self._writes.event(Event(workload, "Warning", "PodGroupTaken", message, topic="gang"))
         return False
 
-    def _apply(self, body: Body) -> None:
+    def _apply(self, body: Body, workload: Body) -> None:
         key = object_key(body)
         text = json.dumps(body, sort_keys=True)
         if self._applying.get(key) == text:
@@ -82,9 +84,15 @@ class WorkloadGangs:
         self._applying[key] = text
         meta = body["metadata"]
 
-        def done(ok: bool) -> None:
-            if not ok and self._applying.get(key) == text:
+        def done(reply: Reply) -> None:
+            if reply.ok:
+                return
+            if self._applying.get(key) == text:
                 del self._applying[key]  # the next cycle tries again
+            if reply.status in REFUSED:  # the validating webhook's answer, say, to a typo
+                message = f"PodGroup {meta['name']} refused: {reply.body.get('message')}"
+                self._writes.event(Event(workload, "Warning", "PodGroupRefused", message,
+                                         topic="gang"))
 
         self._writes.apply(group_path("podgroups", meta["name"], meta["namespace"]), body, done)
         log.info("applying workload gang", group=key, min_member=body["spec"]["minMember"])

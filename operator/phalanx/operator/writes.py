@@ -33,6 +33,7 @@ from phalanx.operator.kube.client import (
     UPSTREAM_COMPOSITES,
     UPSTREAM_PODGROUPS,
     Api,
+    Reply,
     group_path,
     pod_path,
 )
@@ -252,16 +253,17 @@ class Writes:
 
     # -- objects Phalanx owns (the PodGroups of automatic gangs) ---------------------------
 
-    def apply(self, path: str, body: Mapping[str, Any], done: Callable[[bool], None]) -> None:
+    def apply(self, path: str, body: Mapping[str, Any], done: Callable[[Reply], None]) -> None:
         """Server-side apply `body` at `path` in the background: created if missing, the
-        fields Phalanx set updated, nothing else touched; `done` says whether it landed."""
+        fields Phalanx set updated, nothing else touched; `done` gets the API server's
+        reply (whether it landed, and if not, why)."""
         async def write() -> None:
             query = f"?fieldManager={COMPONENT}&force=true"
             reply = await self._api.request("PATCH", path + query, body, APPLY_PATCH)
             if not reply.ok:
                 log.warning("object not applied", object=path, status=reply.status,
                             reason=reply.reason)
-            done(reply.ok)
+            done(reply)
 
         self.background.spawn(self.background.bounded(write), name=f"apply {path}")
 
