@@ -30,6 +30,8 @@ from .rendering import MANIFESTS, REPO, Obj, only, render
 
 NAMESPACE = "phalanx-system"
 ROLE_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
+CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                  "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 MONITORING = {"serviceMonitor.enabled": "true", "grafanaDashboard.enabled": "true"}
 
 
@@ -50,7 +52,10 @@ def deployment(objects: list[Obj]) -> Obj:
 # -- helm lint, helm package -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("values", [{}, MONITORING, {"replicas": "1", "namespace.create": "false"}])
+@pytest.mark.parametrize("values", [
+    {}, MONITORING, {"replicas": "1", "namespace.create": "false"},
+    {"webhook.certificate": "secret", "webhook.caBundle": "Q0EK"}, {"webhook.enabled": "false"},
+])
 def test_helm_lint_passes(values: dict[str, str]) -> None:
     args = [arg for k, v in values.items() for arg in ("--set", f"{k}={v}")]
     result = helm("lint", "--strict", str(CHART), *args)
@@ -180,7 +185,7 @@ def test_settings_values_override_the_shipped_ones_and_roll_the_pods(
     role = only(changed, "Role", "phalanx-leader-election")
     assert [r.get("resourceNames") for r in role["rules"]] == [None, ["other-lease"]]
     (operator,) = deployment(changed)["spec"]["template"]["spec"]["containers"]
-    assert operator["ports"] == [{"name": "metrics", "containerPort": 9100, "protocol": "TCP"}]
+    assert operator["ports"][0] == {"name": "metrics", "containerPort": 9100, "protocol": "TCP"}
     assert only(changed, "Service", "phalanx-metrics")["spec"]["ports"][0]["port"] == 9100
 
     def checksum(objects: list[Obj]) -> str:
@@ -198,11 +203,60 @@ def test_replicas_image_and_namespace_values(tmp_path: Path) -> None:
     (operator,) = deployment(objects)["spec"]["template"]["spec"]["containers"]
     assert operator["image"] == "registry.example.com/phalanx:0.2.0"
     assert not [o for o in objects if o["kind"] == "Namespace"]
-    namespaced = [o for o in objects if o["kind"] not in
-                  ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition")]
+    namespaced = [o for o in objects if o["kind"] not in CLUSTER_SCOPED]
     assert {o["metadata"]["namespace"] for o in namespaced} == {"sched"}
     binding = only(objects, "ClusterRoleBinding", "phalanx")
     assert binding["subjects"][0]["namespace"] == "sched"
+    # The webhooks call the Service there and leave that namespace out, as they leave out
+    # phalanx-system by default.
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        configuration = only(objects, kind)
+        assert configuration["metadata"]["annotations"] == {
+            "cert-manager.io/inject-ca-from": "sched/phalanx-webhook"}
+        for webhook in configuration["webhooks"]:
+            assert webhook["clientConfig"]["service"]["namespace"] == "sched"
+            (excluded,) = webhook["namespaceSelector"]["matchExpressions"]
+            assert excluded["values"] == ["kube-system", "sched"]
+    certificate = only(objects, "Certificate", "phalanx-webhook")
+    assert certificate["spec"]["dnsNames"][0] == "phalanx-webhook.sched.svc"
+
+
+# -- the webhooks' certificate -----------------------------------------------------------------
+
+
+def test_a_provided_secret_replaces_cert_manager(kustomized: list[Obj]) -> None:
+    """webhook.certificate=secret: the same objects as manifests/ without its cert-manager
+    component, and the CA given is each webhook's caBundle."""
+    objects = render_chart({"webhook.certificate": "secret", "webhook.caBundle": "Q0EK"})
+    cert_manager = {"Issuer", "Certificate"}
+    assert {key(o) for o in objects} == {
+        key(o) for o in unhash_config_map(kustomized) if o["kind"] not in cert_manager}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        configuration = only(objects, kind)
+        assert "annotations" not in configuration["metadata"]
+        assert {w["clientConfig"]["caBundle"] for w in configuration["webhooks"]} == {"Q0EK"}
+    volumes = deployment(objects)["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "webhook-tls", "secret": {"secretName": "phalanx-webhook-tls"}} in volumes
+
+
+def test_a_provided_secret_that_cannot_be_found_is_refused() -> None:
+    """Without a cluster (helm template) or before the Secret exists, the chart cannot fill
+    caBundle: it says what to create or give."""
+    result = helm("template", "phalanx", str(CHART), "--set", "webhook.certificate=secret",
+                  check=False)
+    assert result.returncode != 0
+    assert "Secret phalanx-webhook-tls (tls.crt, tls.key, ca.crt) was not found" in result.stderr
+
+
+def test_webhooks_off_leave_no_trace(charted: list[Obj]) -> None:
+    objects = render_chart({"webhook.enabled": "false"})
+    removed = {key(o) for o in charted} - {key(o) for o in objects}
+    assert {k[0] for k in removed} == {"Service", "MutatingWebhookConfiguration",
+                                       "ValidatingWebhookConfiguration", "Issuer", "Certificate"}
+    (operator,) = deployment(objects)["spec"]["template"]["spec"]["containers"]
+    assert "webhook" not in json.dumps(operator).lower()
+    assert [v["name"] for v in deployment(objects)["spec"]["template"]["spec"]["volumes"]] == [
+        "config", "tmp"]
 
 
 @pytest.mark.parametrize(
@@ -213,6 +267,7 @@ def test_replicas_image_and_namespace_values(tmp_path: Path) -> None:
         ({"config.mode": "sometimes"}, "mode"),
         ({"replicas": "-1"}, "replicas"),
         ({"replica": "3"}, "'replica' not allowed"),  # a misspelt value is not ignored
+        ({"webhook.certificate": "self"}, "/webhook/certificate"),
         ({"serviceMonitor.enabled": "true", "metrics.service.enabled": "false"},
          "needs metrics.service.enabled"),
     ],

@@ -33,3 +33,37 @@ port and the replica check read it.
 {{- define "phalanx.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end }}
+
+{{/* The port the operator serves the webhooks on: the settings' webhook.port. */}}
+{{- define "phalanx.webhookPort" -}}
+{{- $config := include "phalanx.config" . | fromYaml -}}
+{{- (($config.webhook | default dict).port | default 9443) -}}
+{{- end }}
+
+{{/* Each webhook as phalanx.webhooks.configurations builds it, called through the Service. */}}
+{{- define "phalanx.webhookCommon" -}}
+failurePolicy: {{ .failure }}
+matchPolicy: Equivalent
+namespaceSelector:
+  matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values:
+    - kube-system
+    - {{ .ns }}
+sideEffects: None
+timeoutSeconds: {{ .timeout }}
+admissionReviewVersions:
+- v1
+{{- end }}
+{{- define "phalanx.webhookClient" -}}
+clientConfig:
+  service:
+    name: phalanx-webhook
+    namespace: {{ .ns }}
+    path: {{ .path }}
+    port: 443
+  {{- with .caBundle }}
+  caBundle: {{ . }}
+  {{- end }}
+{{- end }}
