@@ -37,7 +37,7 @@ from phalanx.webhooks.names import MUTATING_CONFIGURATION as MUTATING
 from phalanx.webhooks.names import NAMESPACE, SERVICE, TLS_SECRET
 from phalanx.webhooks.names import VALIDATING_CONFIGURATION as VALIDATING
 
-from .operator_process import OperatorProcess
+from .operator_process import OperatorProcess, account_kubeconfig
 
 pytestmark = pytest.mark.e2e
 
@@ -341,3 +341,35 @@ def test_a_service_webhook_without_cert_manager_is_named_and_then_checked_from_i
     assert call.startswith(f"FAIL  {VALIDATING}: API server call: failed calling webhook "
                            '"queues.scheduling.phalanx.io"'), call
     assert f"https://{host}:443/validate-queues" in call, call
+
+
+def test_a_user_who_may_read_little_is_told_what_was_refused(
+    cluster: LocalCluster, operator: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As an account bound to the built-in `view` role (no CRDs, webhook configurations,
+    Leases or nodes): each refused read is a finding of its area, the rest still checked."""
+    account = f"viewer-{secrets.token_hex(3)}"
+    cluster.kubectl("create", "serviceaccount", account, "-n", NAMESPACE)
+    cluster.kubectl("create", "clusterrolebinding", account, "--clusterrole=view",
+                    f"--serviceaccount={NAMESPACE}:{account}")
+    try:
+        kubeconfig = account_kubeconfig(cluster, tmp_path / "viewer", account, NAMESPACE)
+        monkeypatch.setenv("PHALANX_KUBECTL", str(binary("kubectl")))
+        out = io.StringIO()
+        code = main(["--kubeconfig", str(kubeconfig), "--config", str(operator),
+                     "install-check"], out=out)
+    finally:
+        cluster.kubectl("delete", "clusterrolebinding", account, check=False)
+        cluster.kubectl("delete", "serviceaccount", account, "-n", NAMESPACE, check=False)
+    report = out.getvalue()
+    assert code == 1, report
+    refused = [line for line in report.splitlines()
+               if line.startswith("  FAIL  read: cannot read: ")]
+    sections = [line for line in report.splitlines() if not line.startswith(" ")][:-1]
+    assert len(refused) == 5, report  # one each: CRDs, webhook, operator, nodes, topology
+    for kind in ("customresourcedefinitions", "mutatingwebhookconfigurations", "leases",
+                 "nodes", "networktopologies"):
+        assert sum(f'cannot get resource "{kind}"' in line or f'cannot list resource "{kind}"'
+                   in line for line in refused) == 1, report
+    assert sections == ["CRDs", "webhook", "operator", "workloads", "nodes", "topology"]
+    assert "  ok    Job (batch/v1): served: its jobs get gangs" in report.splitlines()

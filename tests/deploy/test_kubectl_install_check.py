@@ -325,3 +325,23 @@ def test_the_report_fails_only_on_a_failure_and_says_so_last() -> None:
         served={}, group_versions={}), NOW)
     assert failed(broken)
     assert format_report(broken).splitlines()[-1].startswith("unhealthy: 1 failed")
+
+
+def test_reads_refused_are_findings_of_their_area_not_guesses() -> None:
+    """A user who may not read Leases or nodes gets that said, not "no leader" or "no GPU"."""
+    facts = InstallFacts(
+        expected_crds=[], crds=None, webhooks=[], lease_name="ns/l", lease=None,
+        lease_read=False, served={}, group_versions={}, nodes=None, topologies=[topology()],
+        unreadable=[("operator", "leases is forbidden"), ("nodes", "nodes is forbidden"),
+                    ("CRDs", "customresourcedefinitions is forbidden")],
+    )
+    checks = install_report(facts, NOW)
+    assert [(c.area, c.detail) for c in checks if c.subject == "read"] == [
+        ("CRDs", "cannot read: customresourcedefinitions is forbidden"),
+        ("operator", "cannot read: leases is forbidden"),
+        ("nodes", "cannot read: nodes is forbidden"),
+    ]
+    assert not any("Lease" in c.subject or c.subject == "nvidia.com/gpu" for c in checks)
+    areas = [c.area for c in checks]
+    assert areas == sorted(areas, key=["CRDs", "webhook", "operator", "workloads", "nodes",
+                                       "topology"].index)

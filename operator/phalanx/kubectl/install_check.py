@@ -28,28 +28,37 @@ class InstallFacts:
     """What the report reads, as fetched; no judgement yet."""
 
     expected_crds: Sequence[Obj]  # this plugin's crds/ (empty: not found beside it)
-    crds: Mapping[str, Obj]  # installed CRDs by name
+    crds: Mapping[str, Obj] | None  # installed CRDs by name (None: could not be read)
     webhooks: Sequence[WebhookConfiguration]
     lease_name: str  # NAMESPACE/NAME
     lease: Obj | None
     served: Mapping[str, frozenset[str]]  # group/version -> plurals the API server serves
     group_versions: Mapping[str, tuple[str, ...]]  # group -> versions served
-    nodes: Sequence[Obj] = ()
-    topologies: Sequence[Obj] = ()
+    nodes: Sequence[Obj] | None = ()  # None: could not be read
+    topologies: Sequence[Obj] | None = ()  # None: could not be read
+    lease_read: bool = True  # False: the Lease could not be read (see `unreadable`)
+    unreadable: Sequence[tuple[str, str]] = ()  # (area, kubectl's error) of refused reads
     plugin_version: str = __version__
     warn_days: float = field(default=WARN_DAYS)
 
 
+AREAS = ("CRDs", "webhook", "operator", "workloads", "nodes", "topology")
+
+
 def install_report(facts: InstallFacts, now: datetime) -> list[Check]:
-    node_findings, nodes = node_checks(facts.nodes)
-    return [
-        *crd_checks(facts.expected_crds, facts.crds),
+    node_findings, nodes = node_checks(facts.nodes) if facts.nodes is not None else ([], [])
+    checks = [
+        *(crd_checks(facts.expected_crds, facts.crds) if facts.crds is not None else []),
         *webhook_checks(facts.webhooks, now, facts.warn_days),
-        leader_check(facts.lease_name, facts.lease, facts.plugin_version, now),
+        *([leader_check(facts.lease_name, facts.lease, facts.plugin_version, now)]
+          if facts.lease_read else []),
         *workload_checks(facts.served, facts.group_versions),
         *node_findings,
-        *topology_checks(facts.topologies, nodes),
+        *(topology_checks(facts.topologies, nodes) if facts.topologies is not None else []),
+        *(Check(area, "read", Status.FAIL, f"cannot read: {error}")
+          for area, error in facts.unreadable),
     ]
+    return sorted(checks, key=lambda check: AREAS.index(check.area))  # stable: by area
 
 
 def crd_checks(expected: Sequence[Obj], installed: Mapping[str, Obj]) -> list[Check]:

@@ -13,9 +13,9 @@ import secrets
 import socket
 import ssl
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
@@ -35,27 +35,52 @@ CONFIGURATION_KINDS = {
     VALIDATING: "validatingwebhookconfigurations.admissionregistration.k8s.io",
 }
 TLS_TIMEOUT_SECONDS = 5.0
+T = TypeVar("T")
 
 
 def read_facts(kubectl: Kubectl, election: LeaderElection, crd_dir: Path | None) -> InstallFacts:
+    """Discovery first: if the API server cannot be reached at all, that is the one error.
+    Past it, a read refused (RBAC: a user may not read Leases or Secrets) becomes a
+    finding of its area, and the other areas are still checked."""
+    served, group_versions = discovery(kubectl)
+    reads = _Reads()
     expected = expected_crds(crd_dir)
     names = [str(crd["metadata"]["name"]) for crd in expected]
-    installed = kubectl.items("customresourcedefinitions.apiextensions.k8s.io", *names,
-                              "--ignore-not-found") if names else []
-    served, group_versions = discovery(kubectl)
-    lease = kubectl.items("leases.coordination.k8s.io", election.lease_name,
-                          "-n", election.lease_namespace, "--ignore-not-found")
+    installed = reads("CRDs", lambda: kubectl.items(
+        "customresourcedefinitions.apiextensions.k8s.io", *names, "--ignore-not-found"
+    ) if names else [])
+    webhooks = reads("webhook", lambda: [
+        webhook_configuration(kubectl, name) for name in CONFIGURATION_KINDS])
+    lease = reads("operator", lambda: kubectl.items(
+        "leases.coordination.k8s.io", election.lease_name, "-n", election.lease_namespace,
+        "--ignore-not-found"))
     return InstallFacts(
         expected_crds=expected,
-        crds={str(crd["metadata"]["name"]): crd for crd in installed},
-        webhooks=[webhook_configuration(kubectl, name) for name in CONFIGURATION_KINDS],
+        crds=None if installed is None else {str(c["metadata"]["name"]): c for c in installed},
+        webhooks=webhooks or (),
         lease_name=f"{election.lease_namespace}/{election.lease_name}",
         lease=lease[0] if lease else None,
+        lease_read=lease is not None,
         served=served,
         group_versions=group_versions,
-        nodes=kubectl.items("nodes"),
-        topologies=_optional(kubectl, f"networktopologies.{API_GROUP}"),
+        nodes=reads("nodes", lambda: kubectl.items("nodes")),
+        topologies=reads("topology", lambda: kubectl.items(f"networktopologies.{API_GROUP}")),
+        unreadable=tuple(reads.errors),
     )
+
+
+class _Reads:
+    """Runs one area's reads; a refusal is kept as (area, message) and gives None."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[str, str]] = []
+
+    def __call__(self, area: str, read: Callable[[], T]) -> T | None:
+        try:
+            return read()
+        except PluginError as error:  # kubectl says it once per object: once is enough
+            self.errors.append((area, str(error).splitlines()[0]))
+            return None
 
 
 def expected_crds(folder: Path | None) -> list[Obj]:
@@ -199,11 +224,3 @@ def api_call(kubectl: Kubectl) -> ApiCall:
     finally:
         os.unlink(file.name)
     return ApiCall(done.returncode, (done.stderr or done.stdout).strip())
-
-
-def _optional(kubectl: Kubectl, kind: str) -> list[Obj]:
-    """Objects of a kind whose CRD may be missing (the CRD check says so)."""
-    try:
-        return kubectl.items(kind)
-    except PluginError:
-        return []
