@@ -51,7 +51,7 @@ from phalanx.operator.plans import PlanBook
 from phalanx.operator.queue_usage import UsageBook
 from phalanx.operator.releases import Releases
 from phalanx.operator.reports import Reports
-from phalanx.operator.webhook_missed import report_missed
+from phalanx.operator.webhook_missed import MissedPods
 from phalanx.operator.workload_gangs import WorkloadGangs
 from phalanx.operator.writes import Writes
 
@@ -88,6 +88,7 @@ class Scheduler:
         self.plans = PlanBook()
         self.reports = Reports(self.writes, self.plans, self.core_config, self.metrics)
         self.workload_gangs = WorkloadGangs(self.writes)
+        self.missed_pods = MissedPods(self.writes)
         self.gangs = GangWrites(cache, self.writes, self.plans, self.metrics,
                                 self.workload_gangs)
         self.evictions = EvictionWrites(cache, self.writes, self.evicting, self.metrics, clock)
@@ -155,7 +156,7 @@ class Scheduler:
         phases = self.reports.groups(result, groups, now, upstream, estimated=estimate)
         self.reports.missing_groups(result, lambda key: group_pods(snapshot, key, pods))
         if self.settings.webhook.enabled:
-            report_missed(self.writes, self.cache.objects(Kind.POD), groups)
+            await self.missed_pods.report(view.get(Kind.POD, {}), groups, now)
         self.reports.waiting_pods(result, {**upstream, **groups},
                                   lambda key: group_pods(snapshot, key, pods), now)
         self.metrics.set_group_phases(collections.Counter((p, q) for q, p in phases))
