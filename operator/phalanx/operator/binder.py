@@ -5,7 +5,7 @@ the plan (pod -> node, see plans.py); if that fails (group deleted), nothing els
 written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out as one
 burst: the gang takes a slot per pod (up to the bound on requests in flight, shared by
 all gangs in turn; a large gang's burst goes alone, see slots.py), so its pods land
-together. 4. Failed pods are un-assumed; the
+together. 5. Failed pods are un-assumed; the
 next status write removes the plan.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from phalanx.core.model.names import GPU_INDEX_ANNOTATION
 from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.assumed_claims import AssumedClaims
 from phalanx.operator.cache import Body
+from phalanx.operator.claim_writes import GangClaims, write_claims
 from phalanx.operator.gates import ungate_patch
 from phalanx.operator.in_flight_limit import InFlightLimit
 from phalanx.operator.kube.client import MERGE_PATCH, Api, Reply, pod_path
@@ -68,9 +71,11 @@ class GangBinder:
         concurrency: int,
         clock: Callable[[], float] = time.time,
         reply_target_seconds: float | None = None,
+        assumed_claims: AssumedClaims | None = None,
     ) -> None:
         self._api = api
         self._assumed = assumed
+        self.assumed_claims = assumed_claims or AssumedClaims(math.inf)
         self._limit = (InFlightLimit(concurrency, reply_target_seconds)
                        if reply_target_seconds is not None else None)
         self._slots = GangSlots(self._limit.limit if self._limit else concurrency,
@@ -110,16 +115,18 @@ class GangBinder:
         pods: Mapping[str, Body],
         recorded: Awaitable[bool] | None = None,
         devices: Mapping[str, str] | None = None,
+        claims: GangClaims | None = None,
     ) -> Coroutine[Any, Any, GangWritten]:
         """Assume every assigned pod on its node now, and return the writes to await (or
         run in the background). With `recorded`, nothing is bound before it says the
         plan is in the PodGroup's status (False: the gang is not placed). `devices`:
-        pod key -> the GPU devices chosen (gpu-index text), written with its bind."""
+        pod key -> the GPU devices chosen (gpu-index text), written with its bind.
+        `claims`: the gang's DRA claims, written before any binding."""
         devices = dict(devices or {})
         for pod_key, node in assignments.items():
             self._assumed.assume(pod_key, node, devices=devices.get(pod_key, ""))
         self._track(len(assignments))
-        return self._write_gang(group_key, dict(assignments), pods, recorded, devices)
+        return self._write_gang(group_key, dict(assignments), pods, recorded, devices, claims)
 
     async def _write_gang(
         self,
@@ -128,15 +135,24 @@ class GangBinder:
         pods: Mapping[str, Body],
         recorded: Awaitable[bool] | None,
         devices: Mapping[str, str],
+        claims: GangClaims | None = None,
     ) -> GangWritten:
         if recorded is not None and not await recorded:
             for pod_key in assignments:
                 self._assumed.forget(pod_key)
             self._track(-len(assignments))
             return GangWritten(group_key, skipped="plan not recorded in the PodGroup's status")
+        failed: dict[str, str] = {}
+        if claims is not None and claims.writes:
+            failed = await write_claims(self._api, claims, self._slots.limit,
+                                        self.assumed_claims, self._clock)
+            for key in failed:
+                self._assumed.forget(key)
+            self._track(-len(failed))
+            assignments = {k: v for k, v in assignments.items() if k not in failed}
         started: list[tuple[float, int]] = []
-        replies = await self._burst(assignments, pods, devices, started)
-        placed, failed = [], {}
+        replies = await self._burst(assignments, pods, devices, started) if assignments else {}
+        placed = []
         for key in assignments:
             reply = replies[key]
             if reply.ok:

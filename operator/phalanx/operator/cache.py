@@ -38,6 +38,11 @@ class Kind(enum.StrEnum):
     UPSTREAM_COMPOSITE = "phalanx_upstream_compositepodgroups"  # scheduling.k8s.io/v1alpha3
     WORKLOAD = "phalanx_workloads"  # Job, JobSet, LeaderWorkerSet, PyTorchJob, TrainJob
     NAMESPACE = "phalanx_namespaces"  # Kopf-indexed: a namespace's default queue (label)
+    # resource.k8s.io/v1 (Dynamic Resource Allocation), watched when served (dra_kinds.py)
+    RESOURCE_SLICE = "phalanx_resourceslices"
+    DEVICE_CLASS = "phalanx_deviceclasses"
+    RESOURCE_CLAIM = "phalanx_resourceclaims"
+    CLAIM_TEMPLATE = "phalanx_resourceclaimtemplates"
 
 
 def object_key(body: Body) -> str:
@@ -275,4 +280,8 @@ KIND_OF: dict[str, Kind] = {
     "NetworkTopology": Kind.NETWORK_TOPOLOGY,
     "PriorityClass": Kind.PRIORITY_CLASS,
     "Namespace": Kind.NAMESPACE,
+    "ResourceSlice": Kind.RESOURCE_SLICE,
+    "DeviceClass": Kind.DEVICE_CLASS,
+    "ResourceClaim": Kind.RESOURCE_CLAIM,
+    "ResourceClaimTemplate": Kind.CLAIM_TEMPLATE,
 }

@@ -61,8 +61,10 @@ class Unseen:
     now: float
 
 
-# The kinds the core is shown as the cache parsed them (pods and groups: see `ParsedView`).
-PLAIN_KINDS = (Kind.NODE, Kind.QUEUE, Kind.NETWORK_TOPOLOGY, Kind.PRIORITY_CLASS)
+# The kinds the core is shown as the cache parsed them (pods and groups: see `ParsedView`);
+# the DRA kinds are empty stores on a cluster that does not serve resource.k8s.io/v1.
+PLAIN_KINDS = (Kind.NODE, Kind.QUEUE, Kind.NETWORK_TOPOLOGY, Kind.PRIORITY_CLASS,
+               Kind.RESOURCE_SLICE, Kind.DEVICE_CLASS, Kind.RESOURCE_CLAIM, Kind.CLAIM_TEMPLATE)
 GROUP_KINDS = (Kind.POD_GROUP, Kind.UPSTREAM_POD_GROUP, Kind.UPSTREAM_COMPOSITE)
 
 

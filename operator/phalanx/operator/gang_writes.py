@@ -10,14 +10,17 @@ from collections.abc import Mapping
 
 import structlog
 
+from phalanx.core.model.dra import DraInventory
 from phalanx.core.model.names import DEFAULT_QUEUE
 from phalanx.core.model.quantity import whole_number
-from phalanx.core.model.result import CycleResult
+from phalanx.core.model.result import Binding, CycleResult
 from phalanx.core.parse.gpu_share import gpu_index_value
 from phalanx.observe.logging import group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.operator.binder import GangWritten
-from phalanx.operator.cache import Body, ClusterCache, Kind, object_key
+from phalanx.operator.cache import Body, ByKey, ClusterCache, Kind, object_key
+from phalanx.operator.claim_recovery import claims_ready
+from phalanx.operator.claim_writes import GangClaims, gang_claims
 from phalanx.operator.compose import binding_failed_event, group_deleted_event
 from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, resolve
 from phalanx.operator.workload_gangs import WorkloadGangs
@@ -70,24 +73,44 @@ class GangWrites:
         if resolution.action is not LeftoverAction.FINISH:  # the next status write removes it
             log.info("plan dropped", action=resolution.action.value)
             return
+        claims = ByKey(self._cache.view().get(Kind.RESOURCE_CLAIM, {}))
+        remaining = {pod: node for pod, node in resolution.remaining.items()
+                     if pod in pods and claims_ready(pods[pod], claims)}
+        if not remaining:  # its pods' claims were never written: the cycles place them
+            log.info("plan dropped", action="claims not allocated")
+            return
         self._plans.hold(key, plan)  # the status keeps it until the pods are bound
         try:
-            outcome = await self._writes.bind_now(key, resolution.remaining, pods, plan.devices)
+            outcome = await self._writes.bind_now(key, remaining, pods, plan.devices)
         finally:
             self._plans.release(key, plan)
         self._count(outcome)
         log.info("plan finished", placed=len(outcome.placed), failed=len(outcome.failed))
 
-    def place(self, result: CycleResult, pods: Mapping[str, Body]) -> dict[str, int]:
+    def place(self, result: CycleResult, pods: Mapping[str, Body],
+              dra: DraInventory | None = None) -> dict[str, int]:
         """Assume every decided gang on its nodes now and write it in the background, its
-        plan first (in the group's status write); returns pods per gang started."""
+        plan first (in the group's status write); returns pods per gang started. `dra`:
+        the snapshot's DRA objects, for the gangs whose pods have claims to write; a gang
+        with a claim kube-controller-manager has not made yet waits for the next cycle."""
         gangs: dict[str, dict[str, str]] = {}
         devices: dict[str, dict[str, str]] = {}
+        bindings: dict[str, list[Binding]] = {}
         for binding in result.bindings:
             gangs.setdefault(binding.group, {})[binding.pod] = binding.node
+            bindings.setdefault(binding.group, []).append(binding)
             if binding.devices:
                 devices.setdefault(binding.group, {})[binding.pod] = gpu_index_value(
                     [share.index for share in binding.devices])
+        claims: dict[str, GangClaims] = {}
+        if dra is not None and not dra.empty:
+            for key in list(gangs):
+                gang = gang_claims(bindings[key], dra, pods)
+                if gang.waiting:
+                    log.info("gang waits for its claims", group=key, reason=gang.waiting)
+                    del gangs[key]
+                elif gang.writes:
+                    claims[key] = gang
         for key, assignments in gangs.items():
             decision = result.decision(key)
             plan, recorded = None, None
@@ -106,7 +129,8 @@ class GangWrites:
                 self._count(outcome)
                 self._report_gang(outcome, gang if grouped else None, pods)
 
-            self._writes.bind_gang(key, assignments, pods, recorded, written, chosen)
+            self._writes.bind_gang(key, assignments, pods, recorded, written, chosen,
+                                   claims.get(key))
         return {key: len(assignments) for key, assignments in gangs.items()}
 
     def _count(self, outcome: GangWritten) -> None:

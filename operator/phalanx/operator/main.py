@@ -19,6 +19,7 @@ from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.cache import ClusterCache, Kind, MergedStore, Store
 from phalanx.operator.clock import Clock
+from phalanx.operator.dra_kinds import DRA_KINDS
 from phalanx.operator.kube.client import (
     APPLY_PATCH,
     UPSTREAM_COMPOSITE_VERSION,
@@ -107,6 +108,8 @@ class Operator:
         self.stores[Kind.WORKLOAD] = self.workload_store
         self.stores[Kind.UPSTREAM_POD_GROUP] = {}
         self.stores[Kind.UPSTREAM_COMPOSITE] = {}
+        for store in DRA_KINDS.values():  # empty until resource.k8s.io/v1 is found served
+            self.stores[store] = {}
         self.optional_watches: list[RawWatch] = []  # the kinds discovery found so far
         self.optional_kinds = OptionalKinds(
             self.api, OPTIONAL_KINDS, self._watch_optional,
@@ -221,6 +224,8 @@ class Operator:
             self.stores[Kind.UPSTREAM_POD_GROUP] = watch.store
         elif kind == UPSTREAM_COMPOSITES:
             self.stores[Kind.UPSTREAM_COMPOSITE] = watch.store
+        elif kind in DRA_KINDS:
+            self.stores[DRA_KINDS[kind]] = watch.store
         else:
             self.workload_store.stores.append(watch.store)
         self._watch_tasks.append(
@@ -246,6 +251,7 @@ UPSTREAM_COMPOSITES = OptionalKind(
 OPTIONAL_KINDS = (
     *UPSTREAM_POD_GROUPS,
     UPSTREAM_COMPOSITES,
+    *DRA_KINDS,
     *(OptionalKind(k.api_version, k.plural, k.kind) for k in WORKLOAD_KINDS),
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -32,8 +33,10 @@ from phalanx.observe.logging import cycle_context
 from phalanx.observe.metrics import Metrics
 from phalanx.observe.server import Health
 from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.assumed_claims import AssumedClaims
 from phalanx.operator.cache import ByKey, ClusterCache, Kind, object_key
 from phalanx.operator.cache_snapshot import (
+    ParsedView,
     Shown,
     Unseen,
     assemble,
@@ -42,6 +45,7 @@ from phalanx.operator.cache_snapshot import (
     parsed_objects,
 )
 from phalanx.operator.capacity import capacity_after
+from phalanx.operator.claim_recovery import ClaimRecovery
 from phalanx.operator.eviction_writes import EvictionWrites
 from phalanx.operator.evictions import EvictionBook
 from phalanx.operator.gang_writes import GangWrites
@@ -79,9 +83,12 @@ class Scheduler:
         self.metrics = metrics or Metrics()
         self.health = health or Health()
         self.assumed = AssumedPods(settings.assume_seconds)
+        self.assumed_claims = AssumedClaims(settings.assume_seconds)
         self._gc = recorded_pauses()  # the collector's pauses since the last cycle logged
         self.writes = Writes(api, self.assumed, settings.binding_concurrency, clock,
-                             settings.preemption.eviction, settings.binding_reply_target_seconds)
+                             settings.preemption.eviction, settings.binding_reply_target_seconds,
+                             self.assumed_claims)
+        self.claim_recovery = ClaimRecovery(api, self.assumed_claims, clock)
         self.evicting = EvictionBook(settings.preemption.eviction_retry_seconds,
                                      settings.assume_seconds)
         self.nominations = NominationBook()
@@ -127,6 +134,10 @@ class Scheduler:
         self.assumed.expire(pods, now)
         self.evicting.expire(pods, now)
         await self.gangs.recover_plans(pods)
+        if self.settings.mode.binds:  # gate mode: kube-scheduler's claims, not ours
+            claims = view.get(Kind.RESOURCE_CLAIM, {})
+            await self.claim_recovery.recover(
+                [body for key in claims for body in claims[key]], pods, self.assumed)
         pending_groups = self.workload_gangs.sync(self.cache)
         # Parsing, assembling and the core run in worker threads: the view and the
         # snapshot are their own (nothing else reads or changes them), and meanwhile the
@@ -136,6 +147,7 @@ class Scheduler:
         # process's own writes is made on the loop, where their books are kept.
         parsed = await asyncio.to_thread(parse_view, self.cache, view, self.settings.mode,
                                          self.settings.namespaces)
+        parsed = self._claims_shown(parsed, now)
         shown = parsed_objects(parsed, self.cache, self.assumed, self.settings.namespaces,
                                pending_groups, Unseen(self.evicting, self.nominations, now))
         estimate = self._estimate_due(now)
@@ -148,7 +160,7 @@ class Scheduler:
                               if d.partial_since is not None}
         self.nominations.decided(result)
         self.evictions.evict(result.evictions, snapshot, pods)
-        placing = self.gangs.place(result, pods)
+        placing = self.gangs.place(result, pods, snapshot.dra)
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         upstream = {object_key(g): g for kind in (Kind.UPSTREAM_COMPOSITE, Kind.UPSTREAM_POD_GROUP)
                     for g in self.cache.objects(kind)}  # a PodGroup wins a shared name
@@ -169,6 +181,14 @@ class Scheduler:
         self.metrics.set_binding_limit(self.writes.binder.in_flight_limit)
         self.health.beat()
         return result
+
+    def _claims_shown(self, parsed: ParsedView, now: float) -> ParsedView:
+        """The claims this process allocated or freed, as written (assumed_claims.py)."""
+        self.assumed_claims.expire(parsed.others, now)
+        if not len(self.assumed_claims):
+            return parsed
+        return dataclasses.replace(
+            parsed, others=[self.assumed_claims.shown(item) for item in parsed.others])
 
     def _estimate_due(self, now: float) -> bool:
         """Whether this cycle estimates the waiting gangs' starts: the first cycle, then

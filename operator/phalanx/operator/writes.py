@@ -20,9 +20,11 @@ import structlog
 from phalanx.config import EvictionMode
 from phalanx.core.model.names import COMPONENT
 from phalanx.operator.assumed import AssumedPods
+from phalanx.operator.assumed_claims import AssumedClaims
 from phalanx.operator.background import BackgroundWrites
 from phalanx.operator.binder import GangBinder, GangWritten
 from phalanx.operator.cache import Body, object_key
+from phalanx.operator.claim_writes import GangClaims
 from phalanx.operator.compose import differs
 from phalanx.operator.events import Event, EventRecorder
 from phalanx.operator.evictor import Evictor, Victims, VictimsEvicted
@@ -79,10 +81,12 @@ class Writes:
         clock: Callable[[], float],
         eviction: EvictionMode = EvictionMode.EVICT,
         reply_target_seconds: float | None = None,
+        assumed_claims: AssumedClaims | None = None,
     ) -> None:
         self._api = api
         self._clock = clock
-        self.binder = GangBinder(api, assumed, concurrency, clock, reply_target_seconds)
+        self.binder = GangBinder(api, assumed, concurrency, clock, reply_target_seconds,
+                                 assumed_claims)
         self.evictor = Evictor(api, eviction, clock)
         self.background = BackgroundWrites(background_concurrency(concurrency))
         self.events = EventRecorder(api)
@@ -106,11 +110,13 @@ class Writes:
         recorded: Awaitable[bool] | None,
         then: OnGang,
         devices: Mapping[str, str] | None = None,
+        claims: GangClaims | None = None,
     ) -> None:
         """Assume the gang's pods on their nodes now; bind them in the background once
         `recorded` says the plan landed; `then` gets the outcome. `devices`: pod key ->
-        GPU devices chosen (gpu-index text), written with the bind or un-gate."""
-        writes = self.binder.place_gang(key, assignments, pods, recorded, devices)
+        GPU devices chosen (gpu-index text), written with the bind or un-gate; `claims`:
+        the gang's DRA claims, allocated before the bindings (claim_writes.py)."""
+        writes = self.binder.place_gang(key, assignments, pods, recorded, devices, claims)
 
         async def bind() -> None:
             await then(await writes)
