@@ -74,7 +74,8 @@ command -v go >/dev/null || { echo "Go is needed to build the controllers" >&2; 
 [ $# -gt 0 ] || set -- jobset lws trainer training-operator kuberay mpi-operator
 for wanted in "$@"; do
   case "$wanted" in
-    jobset) build jobset sigs.k8s.io/jobset "$JOBSET_VERSION" . "config/components/crd/bases/*.yaml" \
+    jobset) build jobset sigs.k8s.io/jobset "$JOBSET_VERSION" . \
+              "config/components/crd/bases/*.yaml" \
               "config/components/webhook/manifests.yaml config/components/webhook/patches/*.yaml" ;;
     lws) build lws sigs.k8s.io/lws "$LWS_VERSION" cmd "config/crd/bases/*.yaml" \
            "config/webhook/manifests.yaml config/webhook/*-patch.yaml" ;;
@@ -82,8 +83,12 @@ for wanted in "$@"; do
                cmd/trainer-controller-manager "manifests/base/crds/*.yaml" \
                "manifests/base/webhook/manifests.yaml" \
                "manifests/base/runtimes/torch_distributed.yaml" ;;
+    # training-operator v1 without its MPIJob (kubeflow.org/v1): mpi-operator's v2beta1 CRD has
+    # that name (workload_controllers runs it with every other --enable-scheme).
     training-operator) build training-operator github.com/kubeflow/training-operator \
-                         "$TRAINING_OPERATOR_VERSION" cmd/training-operator.v1 "manifests/base/crds/*.yaml" \
+                         "$TRAINING_OPERATOR_VERSION" cmd/training-operator.v1 \
+                         "$(printf 'manifests/base/crds/kubeflow.org_%s.yaml ' \
+                            pytorchjobs tfjobs mxjobs xgboostjobs paddlejobs)" \
                          "manifests/base/webhook/manifests.yaml" ;;
     kuberay) build kuberay github.com/ray-project/kuberay/ray-operator "$KUBERAY_VERSION" . \
                "config/crd/bases/*.yaml" "" ;;

@@ -100,8 +100,9 @@ class Demo:
             print(f"{len(names)} kwok nodes Ready; CRDs and NetworkTopology installed")
         self.cluster.install_crds()
         if args.controllers:
-            print("starting the JobSet, LeaderWorkerSet, Kubeflow Trainer and training-operator "
-                  "controllers (hack/controllers.sh builds them the first time: minutes) ...")
+            print("starting the JobSet, LeaderWorkerSet, Kubeflow Trainer, training-operator, "
+                  "KubeRay and mpi-operator controllers (hack/controllers.sh builds them the "
+                  "first time: minutes) ...")
             self.controllers = workload_controllers.start_missing(self.cluster)
             print("controllers running: " + ", ".join(workload_controllers.ALL))
         log = args.run_dir / "operator.log"
@@ -109,9 +110,12 @@ class Demo:
         # Leader election as installed (manifests/): its Lease names the operator and its
         # version, which `kubectl phalanx install-check` shows.
         self.kubectl("create", "namespace", OPERATOR_NAMESPACE, check=False)
+        # mpi-operator's health check holds port 8080 (compiled in), the operator's default
+        # metrics port: with the controllers, its metrics go to a free port (in its log).
+        metrics = ["--metrics-port=0"] if args.controllers else []
         self.operator = subprocess.Popen(
             [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={self.cluster.kubeconfig}",
-             "--period=2", "--leader-elect"],
+             "--period=2", "--leader-elect", *metrics],
             stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
         )
         self.kubectl("create", "namespace", NAMESPACE, check=False)

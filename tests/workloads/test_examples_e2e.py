@@ -32,6 +32,8 @@ PHALANX_GANGS: dict[str, dict[str, tuple[str, int]]] = {
     },
     "pytorchjob.yaml": {"pytorchjob-ddp": ("training.kubeflow.org/job-name=ddp", 4)},
     "trainjob.yaml": {"trainjob-llm": ("jobset.sigs.k8s.io/jobset-name=llm", 4)},
+    "raycluster.yaml": {"raycluster-ray": ("ray.io/cluster=ray", 5)},
+    "mpijob.yaml": {"mpijob-allreduce": ("training.kubeflow.org/job-name=allreduce", 5)},
 }
 # file -> how many pods its Kubernetes PodGroup (Workload API) gangs, one PodGroup each.
 # file -> the size of each of its Kubernetes PodGroups (the composite's two children)
@@ -60,6 +62,8 @@ def test_the_workload_examples_run_as_their_gangs_on_make_runs_cluster(
     lws_controller: Running,
     kubeflow_controller: Running,
     training_operator: Running,
+    kuberay_controller: Running,
+    mpi_operator: Running,
     phalanx: Operator,
 ) -> None:
     for name in PHALANX_GANGS:
