@@ -190,6 +190,21 @@ def pod_env(pod: dict[str, Any], mounts: dict[str, Path]) -> dict[str, str]:
     return env
 
 
+def test_without_cert_manager_the_default_install_is_refused_saying_what_to_do(
+    bare_cluster: LocalCluster,
+) -> None:
+    """The default values take the webhook's certificate from cert-manager; a cluster that
+    does not serve its API gets a message naming the ways out, and no release (helm list
+    shows releases in every state)."""
+    result = helm("install", RELEASE, str(CHART), kubeconfig=bare_cluster.kubeconfig,
+                  check=False)
+    assert result.returncode != 0
+    assert "this cluster does not serve cert-manager.io/v1" in result.stderr, result.stderr
+    assert "--set webhook.certificate=secret" in result.stderr
+    listed = helm("list", "--all-namespaces", "-o", "json", kubeconfig=bare_cluster.kubeconfig)
+    assert json.loads(listed.stdout) == []
+
+
 def test_helm_installs_the_chart_as_a_release_with_its_crds(installed: LocalCluster) -> None:
     cluster = installed
     status = json.loads(helm("status", RELEASE, "-o", "json", kubeconfig=cluster.kubeconfig).stdout)
