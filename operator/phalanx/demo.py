@@ -1,10 +1,9 @@
 """`python -m phalanx.demo [--interactive] --cluster FILE`: cluster, operator, demo gangs.
 
 Starts the local control plane (or reuses one `phalanx cluster up` left running), the real
-JobSet, LeaderWorkerSet, Kubeflow Trainer (v2), training-operator (v1), KubeRay and
-mpi-operator (v2) controllers on it (built by hack/controllers.sh the first time, and run as
-the end-to-end tests run them, so that the files of examples/workloads/ apply;
-`--no-controllers` skips them), runs
+JobSet, LeaderWorkerSet, Kubeflow Trainer (v2) and training-operator (v1) controllers on it
+(built by hack/controllers.sh the first time, and run as the end-to-end tests run them, so
+that the files of examples/workloads/ apply; `--no-controllers` skips them), runs
 `phalanx operator` as a subprocess, applies examples/demo/ into namespace `demo`, and shows
 `kubectl get pg` until every group reached what its `demo.phalanx.io/expect` annotation
 says (Running with all pods on nodes, or Pending with a reason).
@@ -45,8 +44,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--refresh", type=float, default=2.0)
     parser.add_argument("--no-controllers", dest="controllers", action="store_false",
-                        help="do not start the workload controllers (JobSet, LWS, Kubeflow, "
-                             "KubeRay, mpi-operator)")
+                        help="do not start the workload controllers (JobSet, LWS, Kubeflow)")
     return parser.parse_args(argv)
 
 
@@ -74,6 +72,16 @@ def expectation_met(groups: list[dict[str, Any]], pods: list[dict[str, Any]]) ->
             if phase != "Pending" or not reasons or bound.get(name):
                 missing.append(f"{name}: {phase}, waiting for an Unschedulable reason")
     return (not missing and bool(groups)), "; ".join(missing)
+
+
+# The admission webhooks on loopback, registered by the operator itself (README: Admission
+# webhooks): a Job written for kube-scheduler, with only the queue label, runs as a gang here.
+WEBHOOK_ENV = {
+    "PHALANX_WEBHOOK__ENABLED": "true",
+    "PHALANX_WEBHOOK__REGISTER_CONFIGURATIONS": "true",
+    "PHALANX_WEBHOOK__HOST": "127.0.0.1",
+    "PHALANX_WEBHOOK__PORT": "0",
+}
 
 
 class Demo:
@@ -119,6 +127,7 @@ class Demo:
             [sys.executable, "-m", "phalanx", "operator", f"--kubeconfig={self.cluster.kubeconfig}",
              "--period=2", "--leader-elect", *metrics],
             stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **WEBHOOK_ENV},
         )
         self.kubectl("create", "namespace", NAMESPACE, check=False)
         self.kubectl("apply", "-n", NAMESPACE, "-f", str(args.demo))
