@@ -1,9 +1,10 @@
 """`python -m phalanx.demo [--interactive] --cluster FILE`: cluster, operator, demo gangs.
 
 Starts the local control plane (or reuses one `phalanx cluster up` left running), the real
-JobSet, LeaderWorkerSet, Kubeflow Trainer (v2) and training-operator (v1) controllers on it
-(built by hack/controllers.sh the first time, and run as the end-to-end tests run them, so
-that the files of examples/workloads/ apply; `--no-controllers` skips them), runs
+JobSet, LeaderWorkerSet, Kubeflow Trainer (v2), training-operator (v1), KubeRay and
+mpi-operator (v2) controllers on it (built by hack/controllers.sh the first time, and run as
+the end-to-end tests run them, so that the files of examples/workloads/ apply;
+`--no-controllers` skips them), runs
 `phalanx operator` as a subprocess, applies examples/demo/ into namespace `demo`, and shows
 `kubectl get pg` until every group reached what its `demo.phalanx.io/expect` annotation
 says (Running with all pods on nodes, or Pending with a reason).
@@ -44,7 +45,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--refresh", type=float, default=2.0)
     parser.add_argument("--no-controllers", dest="controllers", action="store_false",
-                        help="do not start the workload controllers (JobSet, LWS, Kubeflow)")
+                        help="do not start the workload controllers (JobSet, LWS, Kubeflow, "
+                             "KubeRay, mpi-operator)")
     return parser.parse_args(argv)
 
 
