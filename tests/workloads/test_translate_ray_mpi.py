@@ -146,6 +146,17 @@ def test_min_available_is_the_gang_and_drops_roles_it_cannot_hold() -> None:
     assert spec_of(obj) == {"minMember": 3}
 
 
+def test_an_mpijobs_priority_class_is_mpi_operators_choice() -> None:
+    """runPolicy.schedulingPolicy.priorityClass, else the launcher's, else the workers'."""
+    obj = mpijob(2)
+    obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["priorityClassName"] = "low"
+    assert the_group(obj)["spec"]["priorityClassName"] == "low"
+    obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["priorityClassName"] = "mid"
+    assert the_group(obj)["spec"]["priorityClassName"] == "mid"
+    obj["spec"]["runPolicy"] = {"schedulingPolicy": {"priorityClass": "high"}}
+    assert the_group(obj)["spec"]["priorityClassName"] == "high"
+
+
 @pytest.mark.parametrize(
     ("edit", "field"),
     [

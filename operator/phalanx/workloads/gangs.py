@@ -31,12 +31,14 @@ class Gang:
     """`part` tells gangs of one workload apart (a replicated job, an LWS group index);
     `templates` are the pod templates of its pods (Kueue's topology annotations sit there);
     `roles`, (name, minimum) pairs, are the pods the gang must hold of each role its pods'
-    labels give them (`membership.implied_role`), when some of its pods are elastic."""
+    labels give them (`membership.implied_role`), when some of its pods are elastic;
+    `priority_class` the workload's own (before its templates')."""
 
     part: str | None
     min_member: int
     templates: tuple[Mapping[str, Any], ...] = ()
     roles: tuple[tuple[str, int], ...] = ()
+    priority_class: str | None = None
 
 
 def job_gangs(reader: Reader) -> list[Gang]:

@@ -10,7 +10,8 @@ same PodGroup as an elastic member, placed next to the running workers. Kueue, w
 quota rather than placing pods, counts both pod sets in either case.
 
 The roles are mpi-operator's pod label `training.kubeflow.org/job-role`: `launcher` and
-`worker`.
+`worker`. The priority class is mpi-operator's too: `runPolicy.schedulingPolicy.priorityClass`,
+else the launcher's template's, else the workers'.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def mpijob_gangs(reader: Reader) -> list[Gang]:
         message = f"expected {AT_STARTUP!r} or {WAIT_FOR_WORKERS!r}, got {policy!r}"
         raise reader.error("spec.launcherCreationPolicy", message)
     minimum = reader.integer("spec.runPolicy.schedulingPolicy.minAvailable", minimum=1)
+    priority = reader.string("spec.runPolicy.schedulingPolicy.priorityClass") or None
     if policy == WAIT_FOR_WORKERS and workers:
-        return [Gang(None, minimum or workers, templates, (("worker", workers),))]
+        return [Gang(None, minimum or workers, templates, (("worker", workers),), priority)]
     roles = (("launcher", 1), ("worker", workers)) if workers else (("launcher", 1),)
-    return [Gang(None, minimum or workers + 1, templates, roles)]
+    return [Gang(None, minimum or workers + 1, templates, roles, priority)]

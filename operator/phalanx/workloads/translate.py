@@ -108,7 +108,7 @@ def _pod_group(
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
     if gang.roles and sum(minimum for _, minimum in gang.roles) <= min_member:
         spec["roles"] = [{"name": name, "minMember": minimum} for name, minimum in gang.roles]
-    priority = settings.priority_class_name or _template_priority(gang)
+    priority = settings.priority_class_name or gang.priority_class or _template_priority(gang)
     if priority:
         spec["priorityClassName"] = priority
     topology = _topology(reader, settings, gang)
