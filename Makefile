@@ -10,12 +10,13 @@ UPSTREAM_TESTS := tests/workloads/test_upstream_e2e.py tests/foundation/test_wor
 CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: help install tools helm controllers cluster-up cluster-down run demo test test-unit test-e2e \
+.PHONY: help install tools helm controllers cluster-up cluster-down run demo demo-dra test test-unit test-e2e \
         lint test-upstream bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke \
         bench-report chaos clean
 
 help:
 	@echo "make run     build what is missing, start the local cluster, workload controllers, the operator and a demo"
+	@echo "make demo-dra  a gang of DRA pods placed in one rack, its ResourceClaims' devices printed"
 	@echo "make test    lint, benchmark smoke runs, unit tests and end-to-end tests on a real kube-apiserver + kwok"
 	@echo "make test-upstream K8S_VERSION=v1.36.1  Kubernetes' own gang API end-to-end on another release"
 	@echo "make tools   build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (cached)"
@@ -50,6 +51,10 @@ run: install tools
 
 demo: install tools
 	@$(PYTHON) -m phalanx.demo --cluster $(CLUSTER) $(DEMO_ARGS)
+
+# A gang of DRA pods (ResourceClaims from a template) on DRA-only kwok nodes, its claims printed.
+demo-dra: install tools
+	@$(PYTHON) -m phalanx.demo_dra
 
 lint: install
 	$(PYTHON) -m ruff check operator tests bench

@@ -1,4 +1,6 @@
-"""`phalanx cluster up|down|status`: the local control plane, detached from the terminal.
+"""`phalanx cluster up|down|status|dra-slices`: the local control plane, detached from the
+terminal. `dra-slices` publishes the description's GPUs as DRA ResourceSlices on a running
+cluster (`up` does it already for a description with `node.dra: true`; see dra_slices.py).
 
 State lives in `.local/run` of the checkout and the kubeconfig in `.local/kubeconfig`;
 `down` stops every process recorded there, including those of a crashed earlier run.
@@ -7,14 +9,15 @@ State lives in `.local/run` of the checkout and the kubeconfig in `.local/kubeco
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
-from phalanx.cluster import ClusterError, LocalCluster, load_description
+from phalanx.cluster import ClusterError, LocalCluster, dra_slices, load_description
 from phalanx.cluster.binaries import BinariesMissing
 from phalanx.cluster.description import DescriptionError, repository_root
 
-ACTIONS = ("up", "down", "status")
+ACTIONS = ("up", "down", "status", "dra-slices")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
             return _up(args)
         if args.action == "down":
             return _down(args)
+        if args.action == "dra-slices":
+            return _dra_slices(args)
         return _status(args)
     except (ClusterError, BinariesMissing, DescriptionError) as error:
         print(f"phalanx cluster {args.action}: {error}")
@@ -105,6 +110,22 @@ def _down(args: argparse.Namespace) -> int:
         print("nothing running")
     if running and cluster.kubeconfig.resolve() == args.kubeconfig.resolve():
         cluster.kubeconfig.unlink(missing_ok=True)
+    return 0
+
+
+def _dra_slices(args: argparse.Namespace) -> int:
+    """Publish the description's nodes' GPUs as ResourceSlices (and the DeviceClass)."""
+    description = load_description(args.cluster)
+    if not description.shape.dra:
+        description = dataclasses.replace(
+            description, shape=dataclasses.replace(description.shape, dra=True))
+    cluster = LocalCluster.attach(args.run_dir)
+    if not cluster.is_ready():
+        print(f"no running cluster in {args.run_dir}: run `phalanx cluster up` first")
+        return 1
+    slices = dra_slices.publish(cluster.rest(timeout=30.0), description)
+    print(f"{slices} ResourceSlices of driver {dra_slices.DRIVER} "
+          f"({description.gpus} GPUs) and DeviceClass {dra_slices.DRIVER} published")
     return 0
 
 

@@ -79,7 +79,8 @@ def minor_of(version: str) -> int:
 # ReplicaSets and StatefulSets make their pods, deleting an owner deletes what it owns (also
 # finished Jobs past their TTL), deleting a namespace deletes its contents, each namespace gets
 # its `default` ServiceAccount, a PodDisruptionBudget's status says how many pods may go (the
-# Eviction API refuses every eviction a budget covers until it does). Left out on purpose: the
+# Eviction API refuses every eviction a budget covers until it does), a pod's ResourceClaims
+# are made from its templates and deallocated when it ends (DRA). Left out on purpose: the
 # node lifecycle and taint eviction controllers (kwok nodes under a loaded test machine would
 # turn NotReady and be evicted at random), endpoints and everything storage, certificates or
 # DaemonSet related.
@@ -94,6 +95,7 @@ CONTROLLERS = (
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "disruption-controller",
+    "resourceclaim-controller",  # DRA: a pod's claims made from templates, freed when it ends
 )
 WORKLOAD_API_CONTROLLERS = ("podgroup-protection-controller",)
 

@@ -57,6 +57,7 @@ class NodeShape:
     cpu: str = "192"
     memory: str = "2Ti"
     pods: int = 110
+    dra: bool = False  # GPUs as DRA devices (ResourceSlices, dra_slices.py), not nvidia.com/gpu
 
 
 @dataclass(frozen=True)
@@ -182,8 +183,9 @@ def node_object(shape: NodeShape, host: Host) -> dict[str, Any]:
         "cpu": shape.cpu,
         "memory": shape.memory,
         "pods": str(shape.pods),
-        labels.GPU_RESOURCE: str(shape.gpus),
     }
+    if not shape.dra:  # a DRA node's GPUs are ResourceSlice devices only, as on a real one
+        resources[labels.GPU_RESOURCE] = str(shape.gpus)
     node_labels = {
         labels.HOSTNAME: host.name,
         "kubernetes.io/os": "linux",
@@ -240,7 +242,15 @@ def _shape(node: Any) -> NodeShape:
         cpu=str(node.get("cpu", default.cpu)),
         memory=str(node.get("memory", default.memory)),
         pods=_positive(node, "pods", "node", default.pods),
+        dra=_boolean(node, "dra", "node"),
     )
+
+
+def _boolean(data: Mapping[str, Any], key: str, where: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise DescriptionError(f"{where}.{key} must be true or false, not {value!r}")
+    return value
 
 
 def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

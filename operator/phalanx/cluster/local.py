@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from phalanx.cluster import binaries, components, pki, processes
+from phalanx.cluster import binaries, components, dra_slices, pki, processes
 from phalanx.cluster.description import (
     ClusterDescription,
     load_description,
@@ -344,13 +344,15 @@ class LocalCluster:
     # -- nodes -------------------------------------------------------------------------------
 
     def prepare(self, description: ClusterDescription, timeout: float = 120.0) -> list[str]:
-        """CRDs Established, the description's nodes Ready, NetworkTopology `default` applied,
+        """CRDs Established, the description's nodes Ready (a DRA description's GPUs
+        published as ResourceSlices), NetworkTopology `default` applied,
         kube-controller-manager healthy.
 
         What both `phalanx cluster up` and the test fixture do after `start`.
         """
         self.install_crds()
         names = self.add_nodes(description, topology_name="default")
+        dra_slices.publish(self.rest(timeout=30.0), description)  # DRA nodes' GPUs, if any
         self.wait_nodes_ready(len(names), timeout=timeout)
         if self._manager_port is not None:  # its start overlapped all of the above
             self._wait_healthy("kube-controller-manager", self._manager_port, timeout)
