@@ -52,9 +52,11 @@ def claim_rows(pods: list[dict[str, Any]], claims: list[dict[str, Any]],
         allocation = (claim or {}).get("status", {}).get("allocation")
         if not node or not allocation:
             return None
-        devices = [f"{r['pool']}/{r['device']}" for r in allocation["devices"]["results"]]
-        rows.append(f"{name:10} {node:14} {racks.get(node, '?'):10} "
-                    f"{claim['metadata']['name'] if claim else '':22} {', '.join(devices)}")
+        results = allocation["devices"]["results"]
+        pools = sorted({r["pool"] for r in results})
+        devices = ",".join(r["device"] for r in results)
+        rows.append(f"{name:12} {node:14} {racks.get(node, '?'):10} "
+                    f"{claim['metadata']['name'] if claim else '':24} {'+'.join(pools)}: {devices}")
     return rows or None
 
 
@@ -97,7 +99,7 @@ def _wait(cluster: LocalCluster, timeout: float) -> int:
         rows = claim_rows(pods, _items(cluster, "resourceclaims"), racks)
         if rows:
             print(cluster.kubectl("get", "pg", "-n", NAMESPACE).stdout)
-            print(f"{'POD':10} {'NODE':14} {'RACK':10} {'CLAIM':22} DEVICES")
+            print(f"{'POD':12} {'NODE':14} {'RACK':10} {'CLAIM':24} POOL: DEVICES")
             print("\n".join(rows))
             used = {line.split()[2] for line in rows}
             print(f"\n{len(rows)} pods bound in {len(used)} rack(s), each claim allocated "
