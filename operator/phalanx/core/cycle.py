@@ -35,6 +35,7 @@ from phalanx.core.placement.routes import Route, route_of
 from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.cycle import Preemptions
 from phalanx.core.preemption.reservations import Failure
+from phalanx.core.snapshot.claims import claims_in_words
 from phalanx.core.snapshot.picture import Snapshot
 from phalanx.core.snapshot.resources import charged
 from phalanx.core.snapshot.shapes import Shape, demand_of
@@ -145,7 +146,7 @@ def run_cycle(
     )
     if not snapshot.dra.empty:
         bindings, decisions = _with_claims(snapshot, bindings, decisions)
-        decisions = tuple(_worded(d, snapshot.dra_columns) for d in decisions)
+        decisions = _worded(snapshot, decisions)
     evictions = _with_limits(preemptions.evictions, past_limit(works, index.queues, now))
     decisions, releases = release_partial(snapshot, decisions, now, config)
     expected = (
@@ -176,11 +177,25 @@ def _with_claims(
     )
 
 
-def _worded(decision: GroupDecision, columns: Mapping[str, str]) -> GroupDecision:
-    """The message with each DRA column named by the devices it counts."""
+def _worded(
+    snapshot: Snapshot, decisions: tuple[GroupDecision, ...]
+) -> tuple[GroupDecision, ...]:
+    """Wait messages of gangs with DRA claims: each column named by the devices it
+    counts, and what the gang's claims ask for, named (the first pod's, as its pods'
+    claims come from one template)."""
+    first: dict[str, str] = {}
+    for pod in snapshot.pods:
+        if pod.group and pod.node_name is None and pod.key in snapshot.dra.pod_claims:
+            first.setdefault(f"{pod.namespace}/{pod.group}", str(pod.key))
+    return tuple(_in_words(d, snapshot, first.get(d.group)) for d in decisions)
+
+
+def _in_words(decision: GroupDecision, snapshot: Snapshot, pod: str | None) -> GroupDecision:
     message = decision.message
-    for column, words in columns.items():
+    for column, words in snapshot.dra.columns.items():
         message = message.replace(column, words)
+    if pod is not None and not decision.scheduled and "claim " not in message:
+        message = f"{message} ({claims_in_words(snapshot.dra, pod)})"
     return decision if message == decision.message else replace(decision, message=message)
 
 

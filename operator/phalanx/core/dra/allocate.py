@@ -55,13 +55,26 @@ class DeviceMatcher:
         device_class = self.classes.get(ask.device_class)
         if device_class is None:
             raise ClaimProblem(f"device class {ask.device_class} does not exist")
-        try:
-            return all(
-                compiled(expression).matches(device)
-                for expression in (*device_class.selectors, *ask.selectors)
-            )
-        except SelectorError as error:
-            raise ClaimProblem(str(error)) from None
+        expressions = (*device_class.selectors, *ask.selectors)
+        key = (device.identity, expressions)
+        known = _ANSWERS.get(key)
+        if known is None:
+            try:
+                known = all(compiled(expression).matches(device) for expression in expressions)
+            except SelectorError as error:
+                raise ClaimProblem(str(error)) from None
+            if len(_ANSWERS) >= _MAX_ANSWERS:
+                _ANSWERS.clear()
+            _ANSWERS[key] = known
+        return known
+
+
+# Selector answers by device content and expressions, kept across snapshots: a device's
+# answer changes only when its slice changes what a selector can see. Bounded (cleared
+# when full) so a long-running operator cannot grow it without end; a pure function of
+# its key, so keeping it changes no decision.
+_ANSWERS: dict[tuple[tuple[object, ...], tuple[str, ...]], bool] = {}
+_MAX_ANSWERS = 1 << 18
 
 
 @dataclass(slots=True)

@@ -16,10 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from phalanx.core.model.inputs import NodeSelectorTerm, PodClaim
+from phalanx.core.model.names import GPU
 
 __all__ = ["PodClaim"]  # defined beside PodInfo, which carries it; named here too
 
 DeviceKey = tuple[str, str, str]
+
+CLASS_RESOURCES: Mapping[str, str] = {"gpu.nvidia.com": GPU}
+"""Device classes whose devices also count as a resource, as Kueue's
+`deviceClassMappings` do: a device of the NVIDIA driver's GPU class is one
+`nvidia.com/gpu` for queue quotas, packing and the GPUs preemption weighs."""
 """(driver, pool, device name): a device's identity in an allocation result."""
 
 
@@ -57,6 +63,20 @@ class Device:
     node: str | None = None
     node_terms: tuple[NodeSelectorTerm, ...] = ()
     all_nodes: bool = False
+    # What a selector can see of the device, hashable: the answers of selectors are kept
+    # by it across snapshots (`dra/allocate.py`), where each snapshot's devices are new
+    # objects with, mostly, the same content.
+    identity: tuple[object, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        seen = (
+            self.driver,
+            self.pool,
+            self.name,
+            tuple(sorted(self.attributes.items(), key=lambda item: item[0])),
+            tuple(sorted(self.capacity.items())),
+        )
+        object.__setattr__(self, "identity", seen)
 
     @property
     def key(self) -> DeviceKey:
@@ -167,6 +187,11 @@ class DraInventory:
     claims: Mapping[str, Claim] = field(default_factory=dict)
     templates: Mapping[str, ClaimSpec] = field(default_factory=dict)
     pod_claims: Mapping[str, tuple[PodClaim, ...]] = field(default_factory=dict)
+    class_resources: Mapping[str, str] = field(default_factory=lambda: dict(CLASS_RESOURCES))
+    # Set by the snapshot once its nodes and pods carry the DRA columns (`lowered`), with
+    # each column in words (`columns`): a snapshot made again from them lowers nothing twice.
+    lowered: bool = False
+    columns: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

@@ -97,16 +97,34 @@ def _device(
         if entry.get(unsupported):
             raise reader.error(f"{path}.{unsupported}", "not supported by Phalanx yet")
     attributes = {
-        _qualified(name, driver): _attribute(reader, f"{path}.attributes.{name}", value)
-        for name, value in (entry.get("attributes") or {}).items()
+        _qualified(str(name), driver): _attribute(reader, f"{path}.attributes.{name}", value)
+        for name, value in _object(reader, f"{path}.attributes", entry.get("attributes")).items()
     }
     capacity = {
-        _qualified(name, driver): reader.resources(
+        _qualified(str(name), driver): reader.resources(
             f"{path}.capacity", {name: _capacity_value(reader, f"{path}.capacity.{name}", value)}
         )[name]
-        for name, value in (entry.get("capacity") or {}).items()
+        for name, value in _object(reader, f"{path}.capacity", entry.get("capacity")).items()
     }
     return Device(driver, pool, entry["name"], attributes, capacity, node, terms, all_nodes)
+
+
+def _object(reader: Reader, path: str, value: Any) -> Mapping[str, Any]:
+    """An optional object field: {} when absent, refused by path when not an object."""
+    if value is None:
+        return {}
+    if not is_mapping(value):
+        raise reader.error(path, "expected an object")
+    return value
+
+
+def _list(reader: Reader, path: str, value: Any) -> list[Any]:
+    """An optional list field: [] when absent, refused by path when not a list."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise reader.error(path, "expected a list")
+    return value
 
 
 def _qualified(name: str, driver: str) -> str:
@@ -170,7 +188,8 @@ def _selectors(reader: Reader, path: str, entries: Sequence[Any] | None = None) 
     items = reader.items(path) if entries is None else entries
     found = []
     for i, entry in enumerate(items):
-        expression = entry.get("cel", {}).get("expression") if is_mapping(entry) else None
+        cel = entry.get("cel") if is_mapping(entry) else None
+        expression = cel.get("expression") if is_mapping(cel) else None
         if not isinstance(expression, str) or not expression.strip():
             raise reader.error(f"{path}[{i}].cel.expression", "missing")
         found.append(expression)
@@ -228,7 +247,8 @@ def _ask(reader: Reader, path: str, entry: Any, name: str | None) -> DeviceAsk:
     count = entry.get("count", 1)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_INT32:
         raise reader.error(f"{path}.count", f"must be a positive integer, got {count!r}")
-    selectors = _selectors(reader, f"{path}.selectors", entry.get("selectors") or [])
+    listed = _list(reader, f"{path}.selectors", entry.get("selectors"))
+    selectors = _selectors(reader, f"{path}.selectors", listed)
     return DeviceAsk(own, device_class, selectors, count, all_devices=mode == "All")
 
 
@@ -236,7 +256,7 @@ def _constraint(reader: Reader, path: str, entry: Any, names: list[str]) -> Matc
     attribute = entry.get("matchAttribute") if is_mapping(entry) else None
     if not isinstance(attribute, str) or "/" not in attribute:
         raise reader.error(f"{path}.matchAttribute", "needs a fully qualified attribute name")
-    requests = tuple(str(r) for r in entry.get("requests") or ())
+    requests = tuple(str(r) for r in _list(reader, f"{path}.requests", entry.get("requests")))
     unknown = [r for r in requests if r not in names]
     if unknown:
         raise reader.error(f"{path}.requests", f"names no request of the claim: {unknown}")
@@ -276,8 +296,11 @@ def _result(reader: Reader, path: str, entry: Any) -> AllocatedDevice:
 def _allocated_node(reader: Reader) -> str | None:
     """The node an allocation is bound to, when its node selector names one by name."""
     for term in reader.items("status.allocation.nodeSelector.nodeSelectorTerms"):
-        for field in (term.get("matchFields") or []) if is_mapping(term) else []:
-            values = field.get("values") if is_mapping(field) else None
+        fields = term.get("matchFields") if is_mapping(term) else None
+        for field in fields if isinstance(fields, list) else []:
+            if not is_mapping(field):
+                continue
+            values = field.get("values")
             by_name = field.get("key") == "metadata.name"
             if by_name and isinstance(values, list) and len(values) == 1:
                 return str(values[0])

@@ -78,6 +78,8 @@ def _member(work: _Pass, binding: Binding) -> Binding:
     pod_key = str(binding.pod)
     if pod_key not in work.inventory.pod_claims:
         return binding
+    # Its GPUs are its claims' devices, not device indices of the extended resource.
+    binding = replace(binding, devices=())
     node = work.nodes[str(binding.node)]
     claims, problem = pod_claim_objects(work.inventory, pod_key)
     if problem:

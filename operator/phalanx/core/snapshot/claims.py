@@ -6,15 +6,19 @@ an `exactly` request with a count) becomes a resource column,
 of that kind it can reach that no claim of another node's pod holds, and a pod's request
 is how many its claims take. With that, gang placement, topology, packing's fit counts
 and preemption (an evicted pod gives its columns back) all count DRA devices with no
-second code path. The columns are a count, not an allocation: which devices each pod
-gets is decided once the gang is placed (`placement/claims.py`, the exact allocator),
-which also covers what a count cannot say (kinds that share devices, `matchAttribute`,
-`firstAvailable`, All) and refuses a gang whose claims do not all fit there.
+second code path. A device whose class counts as a resource (a GPU of the NVIDIA driver's
+class counts as `nvidia.com/gpu`, `DraInventory.class_resources`, as Kueue's
+deviceClassMappings) adds to that resource too, so queue quotas, fragmentation-aware
+packing and the GPUs preemption weighs see DRA GPUs as GPUs. The columns are a count,
+not an allocation: which devices each pod gets is decided once the gang is placed
+(`placement/claims.py`, the exact allocator), which also covers what a count cannot say
+(kinds that share devices, `matchAttribute`, `firstAvailable`, All) and refuses a gang
+whose claims do not all fit there.
 
 A pod whose claims are allocated takes, for each kind, the allocated devices of that
 kind, so kinds that overlap stay exact for running pods. A claim shared by several pods
-is counted on the first of them (by name) only. Lowering is idempotent: a snapshot made
-again from lowered pods (`with_bindings`) gives the same columns.
+is counted on the first of them (by name) only. A snapshot lowers once: one made again
+from its nodes and pods (`with_bindings`) keeps them (`DraInventory.lowered`).
 """
 
 from __future__ import annotations
@@ -133,12 +137,12 @@ def lower(
     kinds = _local_kinds(_kinds(claims_of.values(), problems), reach.pooled, matcher)
     counted = _counted_claims(pods, claims_of)
     by_key = {d.key: d for d in inventory.devices}
+    counting = _Counting(kinds, matcher, by_key, inventory.class_resources)
     lowered_pods = tuple(
-        _lower_pod(pod, claims_of.get(pod.key), problems, counted, kinds, matcher, by_key)
-        for pod in pods
+        _lower_pod(pod, claims_of.get(pod.key), problems, counted, counting) for pod in pods
     )
     orphans = _orphan_devices(inventory, pods, by_key)
-    lowered_nodes = tuple(_lower_node(n, reach, kinds, matcher, orphans) for n in nodes)
+    lowered_nodes = tuple(_lower_node(n, reach, counting, orphans) for n in nodes)
     columns = {column: describe(kind) for column, kind in kinds.items()}
     return Lowered(lowered_nodes, lowered_pods, columns)
 
@@ -149,25 +153,63 @@ def describe(kind: DeviceAsk) -> str:
     return f"device(s) of class {kind.device_class}{where}"
 
 
+def claims_in_words(inventory: DraInventory, pod_key: str) -> str:
+    """What a pod's claims ask for, for a wait message: "claim C: request R needs N
+    device(s) of class K where ...", one clause per request."""
+    claims, problem = pod_claim_objects(inventory, pod_key)
+    if problem:
+        return problem
+    return "; ".join(
+        f"claim {claim.name}: request {request.name} needs "
+        + " or ".join(_asked(ask) for ask in request.choices)
+        for claim in claims
+        for request in claim.spec.requests
+    )
+
+
+def _asked(ask: DeviceAsk) -> str:
+    return f"{'all' if ask.all_devices else ask.count} {describe(ask)}"
+
+
 def _claim_problems(
     found: Iterable[tuple[list[Claim], str]], devices: Sequence[Device], matcher: DeviceMatcher
 ) -> dict[str, str]:
     """Claims ("NS/NAME") that can never be allocated as written, and why: a class that
     does not exist, a selector that does not compile or errors on a device of its class
-    (upstream's allocator fails the claim on such an error too)."""
+    (upstream's allocator fails the claim on such an error too). Each kind of ask is
+    tried on the devices once, however many claims ask for it."""
+    kind_problems: dict[DeviceAsk, str] = {}
     problems: dict[str, str] = {}
     for claims, _ in found:
         for claim in claims:
             if claim.key in problems or claim.allocation is not None:
                 continue
-            try:
-                for request in claim.spec.requests:
-                    for ask in request.choices:
-                        for device in devices:
-                            matcher.meets(device, ask)
-            except ClaimProblem as error:
-                problems[claim.key] = f"claim {claim.name}: request {request.name}: {error}"
+            for request in claim.spec.requests:
+                why = next(
+                    (
+                        problem
+                        for ask in request.choices
+                        if (problem := _kind_problem(kind_of(ask), devices, matcher, kind_problems))
+                    ),
+                    "",
+                )
+                if why:
+                    problems[claim.key] = f"claim {claim.name}: request {request.name}: {why}"
+                    break
     return problems
+
+
+def _kind_problem(
+    kind: DeviceAsk, devices: Sequence[Device], matcher: DeviceMatcher, known: dict[DeviceAsk, str]
+) -> str:
+    if kind not in known:
+        try:
+            for device in devices:
+                matcher.meets(device, kind)
+            known[kind] = ""
+        except ClaimProblem as error:
+            known[kind] = str(error)
+    return known[kind]
 
 
 def _kinds(
@@ -219,50 +261,70 @@ def _counted_claims(
     return {(pod_key, claim_key) for claim_key, pod_key in first.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class _Counting:
+    """What a pod's or node's devices are counted in: the kinds' columns, and the
+    resource a device's class counts as (`DraInventory.class_resources`)."""
+
+    kinds: Mapping[str, DeviceAsk]
+    matcher: DeviceMatcher
+    by_key: Mapping[tuple[str, str, str], Device]
+    class_resources: Mapping[str, str]
+
+    def resource_of(self, device: Device) -> str | None:
+        """The resource the device counts as: that of the first mapped class it is in."""
+        for device_class, resource in self.class_resources.items():
+            if device_class in self.matcher.classes and self.matcher.meets(
+                device, DeviceAsk("", device_class)
+            ):
+                return resource
+        return None
+
+
 def _lower_pod(
     pod: PodInfo,
     found: tuple[list[Claim], str] | None,
     problems: Mapping[str, str],
     counted: set[tuple[str, str]],
-    kinds: Mapping[str, DeviceAsk],
-    matcher: DeviceMatcher,
-    by_key: Mapping[tuple[str, str, str], Device],
+    counting: _Counting,
 ) -> PodInfo:
-    base = {k: v for k, v in pod.requests.items() if not k.startswith(DRA_PREFIX)}
     if found is None:
-        return pod if len(base) == len(pod.requests) else replace(pod, requests=base)
+        return pod
     claims, problem = found
     problem = problem or next((problems[c.key] for c in claims if c.key in problems), "")
     if problem:
-        return replace(pod, requests=base, invalid=pod.invalid or problem)
+        return replace(pod, invalid=pod.invalid or problem)
     demand: dict[str, int] = defaultdict(int)
     try:
         for claim in claims:
             if (pod.key, claim.key) in counted:
-                _add_demand(demand, claim, kinds, matcher, by_key)
+                _add_demand(demand, claim, counting)
     except ClaimProblem as error:
-        return replace(pod, requests=base, invalid=pod.invalid or str(error))
-    return replace(pod, requests={**base, **{k: v * UNIT for k, v in demand.items()}})
+        return replace(pod, invalid=pod.invalid or str(error))
+    requests = dict(pod.requests)
+    for name, count in demand.items():
+        requests[name] = requests.get(name, 0) + count * UNIT
+    return replace(pod, requests=requests)
 
 
-def _add_demand(
-    demand: dict[str, int],
-    claim: Claim,
-    kinds: Mapping[str, DeviceAsk],
-    matcher: DeviceMatcher,
-    by_key: Mapping[tuple[str, str, str], Device],
-) -> None:
+def _add_demand(demand: dict[str, int], claim: Claim, counting: _Counting) -> None:
     if claim.allocation is None:
         for ask in _counted_asks(claim.spec):
             demand[column_of(ask)] += ask.count
+            resource = counting.class_resources.get(ask.device_class)
+            if resource is not None:
+                demand[resource] += ask.count
         return
     for result in claim.allocation:
-        device = by_key.get(result.device)
+        device = counting.by_key.get(result.device)
         if device is None:
             continue
-        for column, kind in kinds.items():
-            if matcher.meets(device, kind):
+        for column, kind in counting.kinds.items():
+            if counting.matcher.meets(device, kind):
                 demand[column] += 1
+        resource = counting.resource_of(device)
+        if resource is not None:
+            demand[resource] += 1
 
 
 def _orphan_devices(
@@ -287,23 +349,27 @@ def _orphan_devices(
 
 
 def _lower_node(
-    node: NodeInfo,
-    reach: DeviceReach,
-    kinds: Mapping[str, DeviceAsk],
-    matcher: DeviceMatcher,
-    orphans: Sequence[Device],
+    node: NodeInfo, reach: DeviceReach, counting: _Counting, orphans: Sequence[Device]
 ) -> NodeInfo:
-    base = {k: v for k, v in node.allocatable.items() if not k.startswith(DRA_PREFIX)}
-    if not kinds:
-        return node if len(base) == len(node.allocatable) else replace(node, allocatable=base)
-    devices = [d for d in reach.of(node) if d.node is not None]
     gone = {d.key for d in orphans}
-    columns = {}
-    for column, kind in kinds.items():
+    devices = [d for d in reach.of(node) if d.node is not None and d.key not in gone]
+    if not devices:
+        return node
+    columns: dict[str, int] = defaultdict(int)
+    for column, kind in counting.kinds.items():
         try:
-            count = sum(1 for d in devices if d.key not in gone and matcher.meets(d, kind))
+            columns[column] = sum(1 for d in devices if counting.matcher.meets(d, kind))
         except ClaimProblem:
-            count = 0  # the pods asking for it are invalid and say why
+            continue  # the pods asking for it are invalid and say why
+    for device in devices:
+        try:
+            resource = counting.resource_of(device)
+        except ClaimProblem:
+            continue
+        if resource is not None:
+            columns[resource] += 1
+    allocatable = dict(node.allocatable)
+    for name, count in columns.items():
         if count:
-            columns[column] = count * UNIT
-    return replace(node, allocatable={**base, **columns})
+            allocatable[name] = allocatable.get(name, 0) + count * UNIT
+    return replace(node, allocatable=allocatable)

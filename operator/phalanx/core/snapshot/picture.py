@@ -49,18 +49,16 @@ class Snapshot:
     backoffs: Mapping[GroupKey, Backoff] = field(default_factory=dict)  # from the last cycle
     partial_since: Mapping[GroupKey, float] = field(default_factory=dict)  # the same
     dra: DraInventory = field(default_factory=DraInventory)
-    dra_columns: Mapping[str, str] = field(init=False, repr=False, compare=False)
     index: ClusterIndex = field(init=False, repr=False, compare=False)
     previous: InitVar[ClusterIndex | None] = None
 
     def __post_init__(self, previous: ClusterIndex | None) -> None:
-        columns: Mapping[str, str] = {}
-        if not self.dra.empty:  # DRA devices as resource columns (`snapshot/claims.py`)
-            lowered = lower(self.nodes, self.pods, self.dra)
+        if not self.dra.empty and not self.dra.lowered:  # DRA devices as resource columns
+            lowered = lower(self.nodes, self.pods, self.dra)  # (`snapshot/claims.py`)
             object.__setattr__(self, "nodes", lowered.nodes)
             object.__setattr__(self, "pods", lowered.pods)
-            columns = lowered.columns
-        object.__setattr__(self, "dra_columns", columns)
+            done = replace(self.dra, lowered=True, columns=lowered.columns)
+            object.__setattr__(self, "dra", done)
         object.__setattr__(self, "index", ClusterIndex(self, previous))
 
 

@@ -9,6 +9,8 @@
   rather than by the work they lose (`SchedulerConfig.weigh_work_lost`).
 - `phalanx-nobackfill`: the core as shipped, but room reserved for a waiting gang is
   kept for it alone (`SchedulerConfig.backfill` off).
+- `phalanx-dra`: the core as shipped, with every GPU published as a DRA device and every
+  pod's GPUs asked through a ResourceClaim (`phalanx.sim.dra`).
 - `kube-default`: kube-scheduler's default profile, pod by pod (`kube_default`),
   with its DefaultPreemption (`kube_preemption`).
 - `kueue-like`: Kueue's ClusterQueues in one cohort (nominal quota, borrowing, Classic
@@ -37,10 +39,13 @@ POLICIES = (
     "phalanx-by-size",
     "phalanx-nobackfill",
 )
+"""The policies compared on every workload; `phalanx-dra` (whole GPUs only) is run where
+asked for (`python -m bench.dra --sim`)."""
 CORE_POLICIES: dict[str, tuple[bool, Literal["binpack", "spread"]]] = {
     "phalanx": (True, "binpack"),
     "phalanx-by-size": (True, "binpack"),
     "phalanx-nobackfill": (True, "binpack"),
+    "phalanx-dra": (True, "binpack"),
     "gang-spread": (False, "spread"),
     "gang-binpack": (False, "binpack"),
 }

@@ -12,6 +12,7 @@ state change, so a cycle pays for the snapshot's own indexing and for
   the most allocated nodes first);
 - `phalanx-by-size`: `phalanx` with `weigh_work_lost=False`: victims chosen by size,
   as before the work they lose was weighed (the checkpoints workload compares them);
+- `phalanx-dra`: `phalanx` with the GPUs as DRA devices and claims (`sim/dra.py`).
 - `phalanx-nobackfill`: `phalanx` with `backfill=False`: reserved room kept idle for
   its gang.
 All three run the core's preemption and reclaim: the engine carries out
@@ -36,6 +37,7 @@ from typing import Literal
 from phalanx.cluster import labels
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.config import SchedulerConfig
+from phalanx.core.model.dra import DraInventory
 from phalanx.core.model.eviction import EvictionReason
 from phalanx.core.model.inputs import (
     PREEMPT_NEVER,
@@ -49,12 +51,13 @@ from phalanx.core.model.inputs import (
 )
 from phalanx.core.model.names import CPU, GPU, MEMORY, PODS
 from phalanx.core.model.nomination import RESERVED, Nomination
-from phalanx.core.model.result import CycleResult
+from phalanx.core.model.result import Binding, CycleResult
 from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.snapshot.picture import Snapshot
 from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.sim.clock import WallTimer, default_wall_timer
 from phalanx.sim.constraints import node_affinity
+from phalanx.sim.dra import as_dra, device_index
 from phalanx.sim.jobrun import JobRun
 from phalanx.sim.model import JobSpec, SimCluster, SimQueue
 from phalanx.sim.policy import CycleOutcome, PodEviction, PodPlacement, SchedulingView
@@ -101,6 +104,13 @@ def queue_infos(queues: Sequence[SimQueue]) -> tuple[QueueInfo, ...]:
 
 def _gpus(count: int | None) -> dict[str, int] | None:
     return None if count is None else {GPU: count * MILLI}
+
+
+def claimed_devices(binding: Binding) -> tuple[int, ...]:
+    """The GPU indices a binding's DRA claims hold (`phalanx-dra`), in order."""
+    return tuple(
+        sorted(device_index(r.device[2]) for c in binding.claims for r in c.results)
+    )
 
 
 def never_class(priority: int) -> PriorityClassInfo:
@@ -206,13 +216,19 @@ class CorePolicy:
             groups.append(group if nomination is None else replace(group, nomination=nomination))
             pods.extend(objects.waiting)
             pod_job.update(objects.pod_job)
+        nodes: Sequence[NodeInfo] = self._nodes
+        dra = DraInventory()
+        if self.name == "phalanx-dra":  # the same GPUs through DRA (sim/dra.py)
+            nodes, pods_seen, dra = as_dra(nodes, pods)
+            pods = list(pods_seen)
         snapshot = Snapshot(
-            nodes=self._nodes,
+            nodes=nodes,
             pods=pods,
             groups=groups,
             queues=self._usage.queues(self._queues, view.running, view.now),
             topologies=self._topologies,
             priority_classes=tuple(self._classes.values()),
+            dra=dra,
             previous=self._index,
         )
         self._index = snapshot.index
@@ -226,7 +242,7 @@ class CorePolicy:
             PodPlacement(
                 pod_job[binding.pod],
                 self._position[binding.node],
-                tuple(share.index for share in binding.devices),
+                claimed_devices(binding) or tuple(share.index for share in binding.devices),
             )
             for binding in result.bindings
         ]
