@@ -1,4 +1,4 @@
-"""The two schedulers under test, each run as its own process with its own identity.
+"""The contenders, each run as its own process with its own identity.
 
 Each runs as a ServiceAccount (bound to cluster-admin: rights are not what is measured)
 whose requests an API Priority and Fairness FlowSchema of its own classifies, so
@@ -10,6 +10,7 @@ admin token, which the built-in `exempt` schema takes.
 from __future__ import annotations
 
 import base64
+import os
 import ssl
 import sys
 import time
@@ -26,6 +27,7 @@ IDENTITY_NAMESPACE = "phalanx-bench"
 PRIORITY_LEVEL = "bench"
 OPERATOR = "phalanx-operator"
 SCHEDULER = "kube-scheduler"
+CEILING = "bench-ceiling"  # the account of bench.e2e.ceiling (bindings only)
 FLOW_PRECEDENCE = 100  # before every built-in schema but `exempt` (1)
 
 
@@ -121,15 +123,16 @@ def start_operator(cluster: LocalCluster, kubeconfig: Path, profile: Path | None
 
 
 def start_kube_scheduler(cluster: LocalCluster, kubeconfig: Path, qps: int, burst: int,
-                         timeout: float = 60.0) -> int:
+                         timeout: float = 60.0, binary: Path | None = None) -> int:
     """The real kube-scheduler (default profile), as `LocalCluster.start_scheduler` runs
-    it but with the account's kubeconfig; returns its pid once /healthz answers."""
+    it but with the account's kubeconfig; returns its pid once /healthz answers. `binary`:
+    another release's kube-scheduler than the cluster's (bench.dra.e2e runs 1.36's)."""
     config = cluster.run_dir / "kube-scheduler.yaml"
     config.write_text(yaml.safe_dump(components.scheduler_config(kubeconfig, qps, burst),
                                      sort_keys=False))
     (port,) = free_ports(1)
     started = processes.start(SCHEDULER, components.scheduler_args(
-        binaries.binary("kube-scheduler", cluster.bin_dir), config, kubeconfig, port,
+        binary or binaries.binary("kube-scheduler", cluster.bin_dir), config, kubeconfig, port,
         cluster.options,
     ), cluster.run_dir, die_with_parent=True)
     deadline = time.monotonic() + timeout
@@ -140,6 +143,29 @@ def start_kube_scheduler(cluster: LocalCluster, kubeconfig: Path, qps: int, burs
             return started.pid
         time.sleep(0.3)
     raise RuntimeError(f"kube-scheduler not healthy; see {started.log}")
+
+
+def start_ceiling(cluster: LocalCluster, kubeconfig: Path, plan: Path,
+                  timeout: float = 60.0) -> int:
+    """`python -m bench.e2e.ceiling` binding `plan`; returns its pid once its client is set
+    up (it prints `ready`, then binds at once)."""
+    from bench.e2e.ceiling import READY
+
+    argv = [sys.executable, "-m", "bench.e2e.ceiling", f"--kubeconfig={kubeconfig}",
+            f"--plan={plan}"]
+    root = str(Path(__file__).resolve().parents[2])  # `bench` importable from the run dir
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    started = processes.start(CEILING, argv, cluster.run_dir, die_with_parent=True,
+                              env={"PYTHONPATH": path})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if READY in started.log.read_text().split():
+            return started.pid
+        if started.exit_code() is not None:
+            raise RuntimeError(f"the ceiling contender exited; see {started.log}")
+        time.sleep(0.05)
+    raise RuntimeError(f"the ceiling contender was not ready within {timeout:.0f}s; "
+                       f"see {started.log}")
 
 
 def _answers(url: str, context: ssl.SSLContext | None = None) -> bool:

@@ -1,14 +1,18 @@
 """End-to-end benchmark on the real control plane: Phalanx (binder mode) vs kube-scheduler.
 
     python -m bench.e2e [--nodes 1000] [--gangs 500] [--smoke] [--profile]
-                        [--only phalanx|kube-scheduler] [--output bench/results/e2e.json]
+                        [--only phalanx|kube-scheduler|kube-scheduler-gang|ceiling]
+                        [--output bench/results/e2e.json]
     python -m bench.e2e --render      # rewrite the tables from the JSON only
 
 One invocation runs the workload of bench/workloads/e2e.yaml twice, each time on a fresh
 local cluster (etcd + kube-apiserver + kwok nodes): once placed by the Phalanx operator
 (`python -m phalanx operator --mode binder`, pods in PodGroups), once by the real
 kube-scheduler (the same pods with schedulerName default-scheduler, no group). Each
-scheduler is started, and ready, before the first object is submitted.
+scheduler is started, and ready, before the first object is submitted. In backlog mode a
+fourth contender, the ceiling (bench/e2e/ceiling.py), binds the same pods with the
+operator's client settings and a plan made before the clock starts: the API server's own
+bind rate, of which Phalanx's is read as a share.
 
 Measured per run:
 - bind time of a pod: arrival time of the watch event in which the pod first has a
@@ -50,6 +54,7 @@ from typing import Any
 
 from bench.common import RESULTS, ROOT, WORKLOADS, write
 from bench.e2e import components, report, table
+from bench.e2e.ceiling_plan import first_fit
 from bench.e2e.measure import (
     Endpoint,
     ProcessReading,
@@ -74,7 +79,12 @@ from phalanx.cluster import ClusterDescription, LocalCluster, binaries, load_des
 WORKLOAD = WORKLOADS / "e2e.yaml"
 OUTPUT = RESULTS / "e2e.json"
 KUBE_GANG = "kube-scheduler-gang"
-SCHEDULERS = ("phalanx", "kube-scheduler", KUBE_GANG)
+# The API server's own bind rate: the same pods bound with the operator's client settings
+# and a plan made before the clock starts (bench/e2e/ceiling.py). Backlog mode only: in
+# arrival mode every pod would be bound as soon as it exists, the submission's pace.
+CEILING = "ceiling"
+CEILING_SCHEDULER_NAME = "bench-ceiling"  # no scheduler runs under it: the pods wait for the plan
+SCHEDULERS = ("phalanx", "kube-scheduler", KUBE_GANG, CEILING)
 MODES = ("arrival", "backlog")
 # --smoke (in `make test`) stays short: every contender once, in backlog mode, and Phalanx
 # in arrival mode too.
@@ -186,15 +196,21 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
         cluster.prepare(description, timeout=600.0)
         result["nodes_ready_s"] = round(time.time() - nodes_from, 1)
         log(f"{tag} {len(description.hosts)} nodes Ready in {result['nodes_ready_s']}s")
-        account = components.OPERATOR if scheduler == "phalanx" else components.SCHEDULER
+        account = {"phalanx": components.OPERATOR,
+                   CEILING: components.CEILING}.get(scheduler, components.SCHEDULER)
         cluster.apply(components.identity_objects([account], workload.namespace))
         kubeconfig = components.account_kubeconfig(cluster, account)
         profile_path = run_dir / "operator.prof" if profile and scheduler == "phalanx" else None
+        rack_gpus = _rack_gpus(description)
+        plan = _ceiling_plan(description, gangs, workload, rack_gpus, run_dir) \
+            if scheduler == CEILING else None
 
         def start() -> int:
             component_from = time.time()
             if scheduler == "phalanx":
                 pid = components.start_operator(cluster, kubeconfig, profile_path)
+            elif plan is not None:
+                pid = components.start_ceiling(cluster, kubeconfig, plan)
             else:
                 pid = components.start_kube_scheduler(cluster, kubeconfig,
                                                       workload.scheduler_qps,
@@ -203,7 +219,6 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
             log(f"{tag} {account} ready in {result['component_ready_s']}s (pid {pid})")
             return pid
 
-        rack_gpus = _rack_gpus(description)
         result.update(_measure(cluster, scheduler, account, start, gangs, workload, tag, mode,
                                rack_gpus))
         components.stop_component(cluster, account)
@@ -215,6 +230,19 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
     return result
 
 
+def _ceiling_plan(description: ClusterDescription, gangs: list[Gang], workload: Workload,
+                  rack_gpus: int, run_dir: Path) -> Path:
+    """The ceiling's bindings (first-fit, in creation order), written before its clock
+    starts; the file it is started with."""
+    objects = _objects_for(CEILING, workload, rack_gpus)
+    pods = [body for wave in submission_waves(gangs) for gang in wave
+            for body in objects(gang) if body["kind"] == "Pod"]
+    plan = first_fit(pods, [host.name for host in description.hosts], description.shape)
+    path = run_dir / "ceiling-plan.json"
+    path.write_text(json.dumps([binding.to_json() for binding in plan]))
+    return path
+
+
 def _rack_gpus(description: ClusterDescription) -> int:
     """GPUs of the largest rack (the second-finest level; the whole cluster if none)."""
     racks = Counter(host.domains[:-1] if len(host.domains) > 1 else () for host in
@@ -224,7 +252,12 @@ def _rack_gpus(description: ClusterDescription) -> int:
 
 def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callable[[], int],
              gangs: list[Gang], workload: Workload, tag: str, mode: str,
-             rack_gpus: int) -> dict[str, Any]:
+             rack_gpus: int, objects_of: Callable[[Gang], list[dict[str, Any]]] | None = None,
+             before_start: Callable[[], None] | None = None) -> dict[str, Any]:
+    """One run's readings. `objects_of`: each gang's objects (default: this benchmark's for
+    `scheduler`); `before_start`: called in backlog mode once everything is submitted and
+    before the scheduler starts (bench.dra.e2e waits there for the claims that
+    kube-controller-manager makes from templates)."""
     endpoint = Endpoint(cluster.server, cluster.token, str(cluster.ca_cert))
     pods_total = sum(g.pods for g in gangs)
     context = multiprocessing.get_context("spawn")
@@ -242,7 +275,7 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
         def on_gang(count: int) -> None:
             submitted["gangs"] = count
 
-        objects = _objects_for(scheduler, workload, rack_gpus)
+        objects = objects_of or _objects_for(scheduler, workload, rack_gpus)
         if mode == "arrival":
             sampler.pids[account] = start()
             time.sleep(3.0)  # informers listed and idle
@@ -251,6 +284,8 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
                                             workload.concurrency, on_gang))
             log(f"{tag} backlog of {len(gangs)} gangs created ({submission.requests} "
                 f"requests) in {submission.finished - submission.started:.1f}s")
+            if before_start is not None:
+                before_start()
         before_readings = sampler.read()
         before = endpoint.scrape()
         stop_progress = threading.Event()
@@ -311,7 +346,8 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
 
 def _objects_for(scheduler: str, workload: Workload,
                  rack_gpus: int) -> Callable[[Gang], list[dict[str, Any]]]:
-    name = "phalanx" if scheduler == "phalanx" else "default-scheduler"
+    name = {"phalanx": "phalanx", CEILING: CEILING_SCHEDULER_NAME}.get(scheduler,
+                                                                     "default-scheduler")
     upstream = scheduler == KUBE_GANG
 
     def objects(gang: Gang) -> list[dict[str, Any]]:
@@ -518,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = args.modes or list(MODES)
     contenders = args.only or list(SCHEDULERS)
     by_mode: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
-    plan = {mode: contenders for mode in modes}
+    plan = {mode: [c for c in contenders if mode == "backlog" or c != CEILING]
+            for mode in modes}
     if args.smoke and not args.only and not args.modes:
         plan = SMOKE_PLAN
     for number in range(1, rounds_count + 1):
@@ -558,9 +595,9 @@ def main(argv: list[str] | None = None) -> int:
     if table.renders(output) and not args.smoke:
         _write_tables(output)  # only files the tables are generated from
     # kube-scheduler leaving pods unbound (it fragments the cluster) is a result, reported
-    # in the table; Phalanx leaving pods unbound is a failure of the benchmark run.
+    # in the table; Phalanx or the ceiling leaving pods unbound is a failure of the run.
     failed = [name for rounds in by_mode.values() for r in rounds for name, run in r.items()
-              if run["timed_out"] and name == "phalanx"]
+              if run["timed_out"] and name in ("phalanx", CEILING)]
     return 1 if failed else 0
 
 
