@@ -19,6 +19,7 @@ from pathlib import Path
 from bench import common
 from bench.chaos import report as chaos
 from bench.core import run as core
+from bench.dra import e2e_table as dra_e2e
 from bench.e2e import table as e2e
 from bench.packing import report as packing
 from bench.sim import backfill
@@ -31,6 +32,7 @@ GENERATORS: dict[str, Callable[[Path], common.Generated]] = {
     "sim-time": backfill.generated,
     "e2e": e2e.generated,
     "chaos": chaos.generated,
+    "dra-e2e": dra_e2e.generated,
 }
 
 
