@@ -40,8 +40,8 @@ def test_priority_preemption_policy_and_disruption_mode_are_read_in_both_version
 
 
 @pytest.mark.parametrize(("spec", "words"), [
-    ({"resourceClaims": [{"name": "gpus", "resourceClaimName": "c"}]},
-     "spec.resourceClaims: Phalanx does not allocate a PodGroup's shared ResourceClaims yet"),
+    ({"resourceClaims": [{"name": "gpus"}]},
+     "set exactly one of resourceClaimName and resourceClaimTemplateName"),
     ({"futureField": 1}, "spec.futureField: Phalanx does not know this field"),
     ({"preemptionPolicy": "Sometimes"}, "expected Never or PreemptLowerPriority"),
     ({"disruptionMode": {"some": {}}}, "spec.disruptionMode: expected single or all"),

@@ -110,11 +110,14 @@ class NodeInfo:
 class PodClaim:
     """An entry of a pod's `spec.resourceClaims` (DRA): `claim` names the ResourceClaim it
     uses ("NS/NAME"; for a template, the one kube-controller-manager made, once it is in
-    the pod's status), `template` the ResourceClaimTemplate ("NS/NAME") if any."""
+    the pod's status), `template` the ResourceClaimTemplate ("NS/NAME") if any. `group`
+    ("NS/NAME"): the entry is its Kubernetes PodGroup's `spec.resourceClaims` entry (same
+    name and source), so one claim is shared by every pod of the group."""
 
     name: str
     claim: str | None = None
     template: str | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +253,8 @@ class GroupInfo:
     # activeDeadlineSeconds / Kueue max-exec-time label): past it, it is evicted; plans
     # (expected starts, backfill) count on it. None: its queue's default, else no limit
     runtime_limit_seconds: int | None = None
+    # Kubernetes' PodGroup's `spec.resourceClaims`: claims shared by the whole group
+    claims: tuple[PodClaim, ...] = ()
 
     @property
     def key(self) -> GroupKey:

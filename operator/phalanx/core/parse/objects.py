@@ -33,6 +33,7 @@ from phalanx.core.parse.dra import (
     parse_slice,
 )
 from phalanx.core.parse.group import parse_pod_group
+from phalanx.core.parse.group_claims import share_group_claims
 from phalanx.core.parse.label_levels import resolve_label_levels
 from phalanx.core.parse.membership import join_implied_groups
 from phalanx.core.parse.node import parse_node
@@ -128,6 +129,7 @@ def assemble_snapshot(
     known = {g.key for g in groups} | {
         GroupKey(e.name) for e in invalid if e.kind in ("PodGroup", COMPOSITE)}
     pods = join_implied_groups(pods, known)
+    pods = share_group_claims(pods, groups)  # a Kubernetes PodGroup's shared claims
     return Snapshot(
         nodes=tuple(by_type[NodeInfo]),
         pods=tuple(pods),

@@ -7,7 +7,8 @@ v1alpha2 on 1.36; the fields below mean the same in each, and the core never see
 `schedulingConstraints.topology[0].key` is a node label key, the level the gang must stay
 within. `priority` and `preemptionPolicy` are the group's own (they win over its
 PriorityClass); `disruptionMode` says whether a running group loses pods one at a time
-(`single`; 1.36's "Pod") or only all together (`all`; 1.36's "PodGroup"). What that API
+(`single`; 1.36's "Pod") or only all together (`all`; 1.36's "PodGroup"); `resourceClaims`
+are DRA claims shared by every pod of the group (parse/group_claims.py). What that API
 cannot say (queue, preferred level, sub-groups, a schedule timeout, a runtime limit)
 comes from Phalanx's annotations on the same object. A child of a CompositePodGroup names it
 (`parentCompositePodGroupName`) and is folded into it (`composite`). A spec field Phalanx
@@ -25,6 +26,7 @@ from phalanx.core.model.inputs import (
     PREEMPT_NEVER,
     GroupInfo,
     GroupTopology,
+    PodClaim,
 )
 from phalanx.core.model.names import (
     DEFAULT_QUEUE,
@@ -48,12 +50,11 @@ _TOPOLOGY = "spec.schedulingConstraints.topology"
 _READ = frozenset({
     "schedulingPolicy", "schedulingConstraints", "priorityClassName", "priority",
     "preemptionPolicy", "disruptionMode", "workloadRef", "podGroupTemplateRef",
-    "parentCompositePodGroupName",
+    "parentCompositePodGroupName", "resourceClaims",
 })
 # Fields of the API that Phalanx does not act on yet: a group using one waits, told why.
-_NOT_YET = {
-    "resourceClaims": "Phalanx does not allocate a PodGroup's shared ResourceClaims yet",
-}
+_NOT_YET: dict[str, str] = {}
+_CLAIMS = "spec.resourceClaims"
 _DISRUPTION = {"single": DISRUPT_SINGLE, "all": DISRUPT_ALL,  # v1beta1, v1alpha3
                "Pod": DISRUPT_SINGLE, "PodGroup": DISRUPT_ALL}  # v1alpha2
 
@@ -92,6 +93,7 @@ def parse_upstream_pod_group(obj: Mapping[str, Any]) -> GroupInfo:
         checkpointed_at=annotations.checkpointed_at,
         checkpoint_interval_seconds=annotations.checkpoint_interval_seconds,
         runtime_limit_seconds=annotations.runtime_limit_seconds,
+        claims=_claims(reader),
     )
 
 
@@ -101,6 +103,39 @@ def _check_fields(reader: Reader) -> None:
             raise reader.error(f"spec.{field}", _NOT_YET[field])
         if field not in _READ:
             raise reader.error(f"spec.{field}", "Phalanx does not know this field")
+
+
+def _claims(reader: Reader) -> tuple[PodClaim, ...]:
+    """`spec.resourceClaims` (v1beta1, gate DRAWorkloadResourceClaims): claims shared by
+    every pod of the group. Each names a ResourceClaim, or a template from which
+    kube-controller-manager makes one claim for the group (its name then in the group's
+    `status.resourceClaimStatuses`). A pod uses one by an entry of its own with the same
+    name and source (parse/group_claims.py)."""
+    made = {
+        str(s.get("name")): s.get("resourceClaimName")
+        for s in reader.items("status.resourceClaimStatuses")
+        if isinstance(s, Mapping)
+    }
+    found: list[PodClaim] = []
+    for i, entry in enumerate(reader.items(_CLAIMS)):
+        path = f"{_CLAIMS}[{i}]"
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise reader.error(f"{path}.name", "missing")
+        if name in {c.name for c in found}:
+            raise reader.error(f"{path}.name", f"{name!r} is named twice")
+        direct, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")
+        if isinstance(direct, str) == isinstance(template, str):
+            raise reader.error(path, "set exactly one of resourceClaimName and "
+                                     "resourceClaimTemplateName")
+        claim = direct if isinstance(direct, str) else made.get(name)
+        found.append(PodClaim(
+            name,
+            f"{reader.namespace}/{claim}" if isinstance(claim, str) and claim else None,
+            f"{reader.namespace}/{template}" if isinstance(template, str) else None,
+            group=f"{reader.namespace}/{reader.name}",
+        ))
+    return tuple(found)
 
 
 def _preemption_policy(reader: Reader) -> str | None:

@@ -87,15 +87,16 @@ def _takes(device: Device, node: NodeInfo) -> bool:
 
 def claim_of(inventory: DraInventory, pod_key: str, entry_name: str) -> Claim | None:
     """The claim a pod's entry uses: the ResourceClaim once it exists, else one made
-    from its template's spec (what kube-controller-manager will create)."""
+    from its template's spec (what kube-controller-manager will create: one per pod, or
+    one for the whole group when the entry is its Kubernetes PodGroup's)."""
     for entry in inventory.pod_claims.get(pod_key, ()):
         if entry.name != entry_name:
             continue
         if entry.claim is not None and entry.claim in inventory.claims:
             return inventory.claims[entry.claim]
         if entry.template is not None and entry.template in inventory.templates:
-            namespace = pod_key.split("/", 1)[0]
-            name = f"{pod_key.split('/', 1)[1]}-{entry.name}"
+            namespace, owner = (entry.group or pod_key).split("/", 1)
+            name = f"{owner}-{entry.name}"
             return Claim(namespace, name, inventory.templates[entry.template], made=False)
     return None
 
