@@ -33,6 +33,10 @@ KINDS = {
     "queues.scheduling.phalanx.io": "Queue",
     "networktopologies.scheduling.phalanx.io": "NetworkTopology",
     "priorityclasses.scheduling.k8s.io": "PriorityClass",
+    "resourceslices.resource.k8s.io": "ResourceSlice",
+    "deviceclasses.resource.k8s.io": "DeviceClass",
+    "resourceclaims.resource.k8s.io": "ResourceClaim",
+    "resourceclaimtemplates.resource.k8s.io": "ResourceClaimTemplate",
 }
 
 

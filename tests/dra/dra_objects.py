@@ -12,15 +12,25 @@ GATE = "scheduling.phalanx.io/gang"
 
 
 def claim_template(name: str, count: int = 8, product: str = H100) -> dict[str, Any]:
-    selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
-            "deviceClassName": DRIVER, "count": count,
-            "selectors": [{"cel": {"expression": selector}}]}}]}}},
+        "spec": {"spec": _claim_spec(count, product)},
     }
+
+
+def resource_claim(name: str, count: int = 8, product: str = H100) -> dict[str, Any]:
+    """A ResourceClaim of its own (not from a template), that several pods can name."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name}, "spec": _claim_spec(count, product)}
+
+
+def _claim_spec(count: int, product: str) -> dict[str, Any]:
+    selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
+    return {"devices": {"requests": [{"name": "gpus", "exactly": {
+        "deviceClassName": DRIVER, "count": count,
+        "selectors": [{"cel": {"expression": selector}}]}}]}}
 
 
 def podgroup(name: str, size: int) -> dict[str, Any]:
@@ -30,12 +40,16 @@ def podgroup(name: str, size: int) -> dict[str, Any]:
                      "topology": {"networkTopology": "default", "required": "rack"}}}
 
 
-def pod(name: str, group: str, template: str, gated: bool = False) -> dict[str, Any]:
+def pod(name: str, group: str, template: str, gated: bool = False,
+        claim: str | None = None) -> dict[str, Any]:
+    """A gang member whose GPUs come from a claim made from `template`, or with `claim`
+    the ResourceClaim of that name (shared by every pod that names it)."""
+    source = {"resourceClaimName": claim} if claim else {"resourceClaimTemplateName": template}
     spec: dict[str, Any] = {
         "schedulerName": "default-scheduler" if gated else "phalanx",
         "restartPolicy": "Never",
         "tolerations": [{"operator": "Exists"}],  # kwok's taint, and not-ready ones
-        "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": template}],
+        "resourceClaims": [{"name": "gpus", **source}],
         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
                                       "claims": [{"name": "gpus"}]}}],

@@ -102,6 +102,8 @@ def test_a_claim_is_orphaned_only_when_every_consumer_is_an_unbound_phalanx_pod_
     assert not orphaned(claim([("a", "u1")], allocated=False), pods, busy=set())
     assert not orphaned(claim([("a", "other-uid")]), pods, busy=set())  # another pod
     assert not orphaned(claim([("gone", "u9")]), pods, busy=set())  # the controller's
+    # Allocated, reserved for no one: kept, as upstream keeps it (claim_recovery.py).
+    assert not orphaned(claim([]), pods, busy=set())
     bound = {"ns/a": pod("a", nodeName="n1")}
     assert not orphaned(claim([("a", "u1")]), bound, busy=set())
     theirs = {"ns/a": pod("a", schedulerName="default-scheduler")}

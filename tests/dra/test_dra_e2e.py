@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import secrets
 import threading
@@ -18,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dra_objects import allocated_nodes, claim_template, dra_gang, pod, reserved_for
+from dra_objects import (
+    allocated_nodes,
+    claim_template,
+    dra_gang,
+    pod,
+    podgroup,
+    reserved_for,
+    resource_claim,
+)
 
 from conftest import running_cluster
 from operator_thread import operator_in_thread
@@ -26,6 +35,7 @@ from phalanx.cluster import LocalCluster, load_description
 from phalanx.cluster.labels import TOPOLOGY_LEAF
 from phalanx.config import Settings
 from phalanx.config.settings import Mode
+from phalanx.kubectl.main import main as kubectl_phalanx
 from phalanx.operator.kube.client import Api, Reply, load_configuration
 from phalanx.operator.main import Operator
 from polling import eventually, get_json
@@ -171,7 +181,7 @@ def test_a_selector_no_device_matches_is_named_in_the_podgroup_condition(
 
 
 def test_a_gang_wider_than_any_rack_waits_whole_with_no_claim_allocated(
-        dra_cluster: LocalCluster, ns: str) -> None:
+        dra_cluster: LocalCluster, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
     apply(dra_cluster, [claim_template("h100x8"), *dra_gang("wide", 5, "h100x8")], ns)
     with operator(dra_cluster) as running:
         found = eventually(lambda: condition(dra_cluster, ns, "wide"), timeout=60)
@@ -181,6 +191,18 @@ def test_a_gang_wider_than_any_rack_waits_whole_with_no_claim_allocated(
         assert len(claims(dra_cluster, ns)) == 5  # made by kube-controller-manager
         assert not any(allocated_nodes(c) for c in claims(dra_cluster, ns))
         assert bound(dra_cluster, ns, 0) == {}
+    # `kubectl phalanx explain` names the claim, its request and its selector, both in
+    # what the operator wrote and in its own fresh plan (which reads the DRA objects).
+    monkeypatch.setenv("PHALANX_KUBECTL", str(dra_cluster.bin_dir / "kubectl")
+                       if dra_cluster.bin_dir else "kubectl")
+    out = io.StringIO()
+    assert kubectl_phalanx(["--kubeconfig", str(dra_cluster.kubeconfig), "explain", "pg",
+                            "wide", "-n", ns], out=out) == 0
+    text = out.getvalue()
+    now = next(line for line in text.splitlines() if line.startswith("Now:"))
+    for words in ("wide-0-gpus", "request gpus", "productName", "NVIDIA H100 80GB HBM3"):
+        assert words in now, text
+        assert words in found["message"], found
 
 
 def test_claims_allocated_by_an_operator_stopped_before_its_bindings_are_freed(
@@ -229,3 +251,31 @@ def test_gate_mode_pins_nodes_and_kube_scheduler_allocates_there(
             claims_on_their_pods_nodes(dra_cluster, ns, placed)
     finally:
         dra_cluster.stop_scheduler()
+
+
+def test_a_claim_named_by_every_pod_of_a_gang_is_allocated_once_for_all_of_them(
+        dra_cluster: LocalCluster, ns: str) -> None:
+    """One ResourceClaim shared by a gang (as a ComputeDomain's channel is): allocated
+    once, reserved for every pod, all bound (its devices are one node's, so all go there).
+    When the pods end, kube-controller-manager removes them from `reservedFor` and, the
+    claim being unused from then on, clears its allocation (claim_recovery.py's note)."""
+    gang = [podgroup("shared", 3),
+            *(pod(f"shared-{i}", "shared", "", claim="domain") for i in range(3))]
+    apply(dra_cluster, [resource_claim("domain", count=2), *gang], ns)
+    with operator(dra_cluster):
+        placed = eventually(lambda: bound(dra_cluster, ns, 3), timeout=60)
+        assert placed, pods(dra_cluster, ns)
+        (claim,) = claims(dra_cluster, ns)
+        assert sorted(reserved_for(claim)) == sorted(placed)
+        assert allocated_nodes(claim) == set(placed.values())  # one node
+        assert len(claim["status"]["allocation"]["devices"]["results"]) == 2
+        dra_cluster.kubectl("delete", "pods", "--all", "-n", ns, "--grace-period=0",
+                            "--force")
+
+        def freed() -> dict[str, Any] | None:
+            (left,) = claims(dra_cluster, ns)  # not from a template: it stays
+            status = left.get("status") or {}
+            return left if not status.get("allocation") and not status.get(
+                "reservedFor") else None
+        assert eventually(freed, timeout=60), claims(dra_cluster, ns)
+    dra_cluster.kubectl("delete", "resourceclaim", "domain", "-n", ns)

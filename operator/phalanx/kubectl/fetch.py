@@ -22,6 +22,11 @@ CLUSTER_KINDS = (
     "priorityclasses.scheduling.k8s.io",
 )
 NAMESPACED_KINDS = ("pods", f"podgroups.{GROUP}")
+# Dynamic Resource Allocation (resource.k8s.io/v1), as the operator watches it: a cluster
+# that does not serve it, or a user who may not read it, gets a plan without devices.
+DRA_CLUSTER_KINDS = ("resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io")
+DRA_NAMESPACED_KINDS = ("resourceclaims.resource.k8s.io",
+                        "resourceclaimtemplates.resource.k8s.io")
 
 Obj = dict[str, Any]
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -92,7 +97,17 @@ def cluster_objects(kubectl: Kubectl) -> list[Obj]:
     return [
         *kubectl.items(",".join(CLUSTER_KINDS)),
         *kubectl.items(",".join(NAMESPACED_KINDS), "--all-namespaces"),
+        *_optional(kubectl, ",".join(DRA_CLUSTER_KINDS)),
+        *_optional(kubectl, ",".join(DRA_NAMESPACED_KINDS), "--all-namespaces"),
     ]
+
+
+def _optional(kubectl: Kubectl, *args: str) -> list[Obj]:
+    """Items of kinds the cluster may not serve: none when kubectl cannot read them."""
+    try:
+        return kubectl.items(*args)
+    except PluginError:
+        return []
 
 
 def pod_group(kubectl: Kubectl, name: str, namespace: str | None) -> Obj:

@@ -12,6 +12,14 @@ resourceclaim controller does when a claim's last consumer is gone. A claim rese
 any other consumer, for a pod that is gone or being deleted (the controller's work), or
 for a bound pod is never touched.
 
+A claim allocated and reserved for no one is not freed either, as upstream does not free
+it: kube-controller-manager's resourceclaim controller (pkg/controller/resourceclaim,
+`syncClaim`) deallocates only on the transition from reserved to not reserved ("a claim
+that is currently unused should not get deallocated": a DRA driver may allocate without
+reserving), and it makes that transition itself when a consumer goes (it removes the pod
+from `reservedFor` and, the finalizer being there, clears the allocation). Phalanx never
+leaves one behind: it writes `allocation` and `reservedFor` in one status update.
+
 A leftover plan finished after a restart binds a pod only if its claims are allocated
 and reserved for it (`claims_ready`); the others are left to the next cycles.
 """
