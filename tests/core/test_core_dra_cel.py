@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import pytest
-
 from bench.dra.cel_compare import CASES, ERROR, H100
+
 from phalanx.core.dra.cel import SelectorError, compiled
 
 
