@@ -49,6 +49,7 @@ WORKLOAD_API = {
             "WorkloadWithJob",  # a Job's spec.scheduling makes its Workload and PodGroup
             "PodGroupPreemptionPolicy",  # a PodGroup's own priority and preemptionPolicy
             "CompositePodGroup",  # nested gangs (v1alpha3 CompositePodGroup)
+            "DRAWorkloadResourceClaims",  # a PodGroup's spec.resourceClaims (beta, off)
         ),
         versions=("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3"),
     ),
