@@ -69,7 +69,8 @@ def test_every_benchmark_renders_from_bench_results(tmp_path: Path) -> None:
     """The real generators: written once, fresh; one figure changed in the README, named."""
     readme, docs = files(tmp_path, "# Benchmarks\n")
     texts = generated()
-    assert {t.name for t in texts} == {"core", "packing", "sim", "sim-time", "e2e", "chaos"}
+    assert {t.name for t in texts} == {"core", "packing", "sim", "sim-time", "e2e", "chaos",
+                                       "dra-e2e"}
     write(texts, readme, docs)
     assert stale(texts, readme, docs) == []
     text = readme.read_text()
