@@ -164,3 +164,28 @@ async def test_quick_replies_while_gangs_wait_raise_the_bound_to_the_ceiling():
     binder = GangBinder(api, AssumedPods(60), 128, lambda: 0.0, reply_target_seconds=0.5)
     await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(80, 8, "g")))
     assert binder.in_flight_limit == 128
+
+
+async def test_a_gang_that_fits_the_starting_bound_shares_it_while_the_bound_climbs():
+    """Alone from half the configured bound, not half the limit: while the limit starts at
+    a quarter of it, a gang of 40 (more than half of 64, less than half of 256) is sent
+    beside a smaller one rather than waiting for the pipe to drain and holding it."""
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5)
+    assert binder.in_flight_limit == 64
+    small = {f"ns/s{i}": "n1" for i in range(10)}
+    await asyncio.gather(
+        binder.place_gang("ns/small", small, {k: pod(k.split("/")[1]) for k in small}),
+        binder.place_gang("ns/big", *gang(40)))
+    assert api.max_in_flight == 50
+    assert binder.in_flight == 0
+
+
+async def test_a_gang_larger_than_the_limit_still_goes_alone_with_every_pod_at_once():
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5)
+    small = {f"ns/s{i}": "n1" for i in range(10)}
+    await asyncio.gather(
+        binder.place_gang("ns/small", small, {k: pod(k.split("/")[1]) for k in small}),
+        binder.place_gang("ns/big", *gang(100)))  # 100 > the limit of 64, < 128
+    assert api.max_in_flight == 100  # alone: none of the small gang's beside it

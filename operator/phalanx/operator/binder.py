@@ -78,8 +78,9 @@ class GangBinder:
         self.assumed_claims = assumed_claims or AssumedClaims(math.inf)
         self._limit = (InFlightLimit(concurrency, reply_target_seconds)
                        if reply_target_seconds is not None else None)
+        # alone from half the configured bound, not half the adaptive limit (slots.py)
         self._slots = GangSlots(self._limit.limit if self._limit else concurrency,
-                                ceiling=concurrency)
+                                alone_from=max(1, concurrency // 2), ceiling=concurrency)
         self._sent = 0  # requests sent, not answered yet
         self._clock = clock
         self.requests = 0
