@@ -120,6 +120,8 @@ def readme_section(results: Mapping[str, Any], name: str, full: bool = True) -> 
         lines += ["", f"Each run's own figures and where Phalanx loses ({len(losses)} figures): "
                   f"[{PAGE}](../{PAGE})."]
     lines += ["", end]
+    if not full:  # README blocks without the blank lines inside their markers (its 400 lines)
+        lines = [begin, *lines[2:-2], end]
     return "\n".join(lines)
 
 
