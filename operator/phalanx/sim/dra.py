@@ -104,4 +104,15 @@ def _claim(pod: PodInfo, count: int) -> Claim:
 
 
 def _without_gpus(node: NodeInfo) -> NodeInfo:
-    return replace(node, allocatable={k: v for k, v in node.allocatable.items() if k != GPU})
+    """The node as a DRA cluster shows it: made once per node object (the policy keeps
+    its nodes), so the core's lowering sees the same node every cycle."""
+    known = _NODES.get(id(node))
+    if known is None or known[0] is not node:
+        if len(_NODES) >= 1 << 16:
+            _NODES.clear()
+        allocatable = {k: v for k, v in node.allocatable.items() if k != GPU}
+        known = _NODES[id(node)] = (node, replace(node, allocatable=allocatable))
+    return known[1]
+
+
+_NODES: dict[int, tuple[NodeInfo, NodeInfo]] = {}

@@ -41,11 +41,11 @@ class DeviceMatcher:
     pair on every node the gang is tried on."""
 
     classes: Mapping[str, DeviceClass]
-    _seen: dict[tuple[DeviceKey, str, tuple[str, ...]], bool] = field(default_factory=dict)
+    _seen: dict[tuple[int, str, tuple[str, ...]], bool] = field(default_factory=dict)
 
     def meets(self, device: Device, ask: DeviceAsk) -> bool:
         """Raises ClaimProblem for an unknown class or a selector that cannot be used."""
-        key = (device.key, ask.device_class, ask.selectors)
+        key = (device.identity, ask.device_class, ask.selectors)
         known = self._seen.get(key)
         if known is None:
             known = self._seen[key] = self._meets(device, ask)
@@ -73,7 +73,7 @@ class DeviceMatcher:
 # answer changes only when its slice changes what a selector can see. Bounded (cleared
 # when full) so a long-running operator cannot grow it without end; a pure function of
 # its key, so keeping it changes no decision.
-_ANSWERS: dict[tuple[tuple[object, ...], tuple[str, ...]], bool] = {}
+_ANSWERS: dict[tuple[int, tuple[str, ...]], bool] = {}
 _MAX_ANSWERS = 1 << 18
 
 

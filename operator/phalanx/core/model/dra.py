@@ -12,6 +12,7 @@ upstream's CEL environment gives them.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -49,6 +50,25 @@ class Semver:
 AttributeValue = bool | int | str | Semver
 
 
+_CONTENT_IDS: dict[tuple[object, ...], int] = {}
+_MAX_CONTENTS = 1 << 20
+
+
+def content_id(content: tuple[object, ...]) -> int:
+    """A number for a device's content, the same for equal content for as long as the
+    table lives. The table is bounded: when full it starts over with numbers never used
+    before, so an answer kept under an old number is never read for other content."""
+    known = _CONTENT_IDS.get(content)
+    if known is None:
+        if len(_CONTENT_IDS) >= _MAX_CONTENTS:
+            _CONTENT_IDS.clear()
+        known = _CONTENT_IDS[content] = next(_NUMBERS)
+    return known
+
+
+_NUMBERS = itertools.count()
+
+
 @dataclass(frozen=True, slots=True)
 class Device:
     """One device of a ResourceSlice. `node`: the node it is on (a node-local slice);
@@ -63,10 +83,11 @@ class Device:
     node: str | None = None
     node_terms: tuple[NodeSelectorTerm, ...] = ()
     all_nodes: bool = False
-    # What a selector can see of the device, hashable: the answers of selectors are kept
-    # by it across snapshots (`dra/allocate.py`), where each snapshot's devices are new
-    # objects with, mostly, the same content.
-    identity: tuple[object, ...] = field(init=False, repr=False, compare=False)
+    # What a selector can see of the device, as a number: devices of equal content get
+    # the same one (`content_id`), so the answers of selectors are kept by it across
+    # snapshots (`dra/allocate.py`), where each snapshot's devices are new objects with,
+    # mostly, the same content, and a lookup hashes an int, not the content.
+    identity: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         seen = (
@@ -76,7 +97,7 @@ class Device:
             tuple(sorted(self.attributes.items(), key=lambda item: item[0])),
             tuple(sorted(self.capacity.items())),
         )
-        object.__setattr__(self, "identity", seen)
+        object.__setattr__(self, "identity", content_id(seen))
 
     @property
     def key(self) -> DeviceKey:
