@@ -6,7 +6,8 @@ export PATH := $(LOCAL)/bin:$(PATH)
 export KUBECONFIG := $(LOCAL)/kubeconfig
 CLUSTER ?= examples/clusters/small.yaml
 K8S_VERSION ?= v1.37.2
-UPSTREAM_TESTS := tests/workloads/test_upstream_e2e.py tests/foundation/test_workload_api_e2e.py
+UPSTREAM_TESTS := tests/workloads/test_upstream_e2e.py tests/foundation/test_workload_api_e2e.py \
+                  tests/dra/test_dra_e2e.py
 CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
