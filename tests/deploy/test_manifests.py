@@ -120,6 +120,13 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
             for v in ("get", "list", "watch")
         }
         | {("scheduling.k8s.io", "podgroups/status", v) for v in ("get", "patch")}
+        | {
+            ("resource.k8s.io", r, v)
+            for r in ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates")
+            for v in ("get", "list", "watch")
+        }
+        | {("resource.k8s.io", "resourceclaims", "update")}  # the delete-protection finalizer
+        | {("resource.k8s.io", "resourceclaims/status", v) for v in ("get", "update")}
         | {("", "namespaces", v) for v in ("get", "list", "watch")}
         | {("", "events", "create")}
         | {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
