@@ -10,6 +10,9 @@ import pytest
 import yaml
 
 from phalanx.cli.main import main
+from phalanx.core.cycle import run_cycle
+from phalanx.core.parse.objects import assemble_snapshot, parse_object
+from phalanx.core.snapshot.picture import Snapshot
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plan" / "dra.yaml"
 
@@ -46,3 +49,27 @@ def test_dra_gang_asking_more_than_a_node_has_waits_naming_the_devices(
     (group,) = document["groups"]
     assert "9 device(s) of class gpu.nvidia.com where" in group["message"]
     assert "NVIDIA H100 80GB HBM3" in group["message"]
+
+
+def _snapshot(class_resources: dict[str, str] | None, gpus_in_quota: int) -> Snapshot:
+    objects = yaml.safe_load(EXAMPLE.read_text())["items"]
+    queue = {
+        "apiVersion": "scheduling.phalanx.io/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": "default"},
+        "spec": {"capability": {"nvidia.com/gpu": str(gpus_in_quota)}},
+    }
+    parsed = [parse_object(obj) for obj in [*objects, queue]]
+    return assemble_snapshot(parsed, class_resources=class_resources)
+
+
+def test_a_queues_gpu_quota_covers_dra_gpus() -> None:
+    """A device of class gpu.nvidia.com counts as one nvidia.com/gpu (the setting
+    dra.class_resources), so a queue's GPU capability bounds DRA gangs too."""
+    within = run_cycle(_snapshot(None, 16))
+    assert len(within.bindings) == 2
+    over = run_cycle(_snapshot(None, 8))
+    assert over.bindings == ()
+    assert over.groups[0].reason == "QueueCapability"
+    unmapped = run_cycle(_snapshot({}, 8))  # the class counted as nothing but itself
+    assert len(unmapped.bindings) == 2

@@ -115,6 +115,18 @@ class FairSharing(_Section):
     usage_write_seconds: float = Field(default=30.0, gt=0)
 
 
+class Dra(_Section):
+    """Dynamic Resource Allocation. `class_resources`: DeviceClasses whose devices also
+    count as a resource, as Kueue's deviceClassMappings: with the default, a device of the
+    NVIDIA driver's class `gpu.nvidia.com` is one `nvidia.com/gpu` for queue quotas,
+    fragmentation-aware packing and the GPUs preemption weighs. A class not named here
+    counts only as its own kind of device."""
+
+    class_resources: dict[str, str] = Field(
+        default_factory=lambda: {"gpu.nvidia.com": "nvidia.com/gpu"}
+    )
+
+
 class LeaderElection(_Section):
     """One active scheduler among the replicas, through a coordination.k8s.io Lease.
 
@@ -218,6 +230,7 @@ class Settings(BaseSettings):
     timeouts: Timeouts = Timeouts()
     preemption: Preemption = Preemption()
     fair_sharing: FairSharing = FairSharing()
+    dra: Dra = Dra()
     metrics_host: str = "0.0.0.0"
     metrics_port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (tests)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -179,14 +179,16 @@ def assemble(
     refused: Collection[str] = (),
     partial_since: Mapping[GroupKey, float] | None = None,
     previous: ClusterIndex | None = None,
+    class_resources: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """The core's snapshot of the shown objects (the invalid ones set apart); pure, so
     the operator builds it in the worker thread that runs the core. `previous`: the last
-    cycle's index, whose unchanged parts the new one takes over (`ClusterIndex`)."""
+    cycle's index, whose unchanged parts the new one takes over (`ClusterIndex`);
+    `class_resources`: the setting `dra.class_resources`."""
     objects = shown.objects()
     invalid = [item for item in objects if isinstance(item, InvalidObject)]
     return assemble_snapshot((item for item in objects if not isinstance(item, InvalidObject)),
-                             invalid, backoffs, refused, partial_since, previous)
+                             invalid, backoffs, refused, partial_since, previous, class_resources)
 
 
 def take_snapshot(

@@ -205,7 +205,8 @@ class Scheduler:
     ) -> tuple[Snapshot, CycleResult, float]:
         """Assemble the snapshot and run the core (in a worker thread): the snapshot, the
         core's result and the seconds from the cycle's start to the snapshot."""
-        snapshot = assemble(shown, self.backoffs, refused, self.partial_since, self.index)
+        snapshot = assemble(shown, self.backoffs, refused, self.partial_since, self.index,
+                            self.settings.dra.class_resources)
         snapshot_seconds = self.clock() - now
         result = run_cycle(snapshot, self.core_config, now, estimate=estimate)
         return snapshot, result, snapshot_seconds

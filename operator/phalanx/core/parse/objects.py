@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from phalanx.core.model.backoff import Backoff
-from phalanx.core.model.dra import Claim, DeviceClass, DraInventory
+from phalanx.core.model.dra import CLASS_RESOURCES, Claim, DeviceClass, DraInventory
 from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.inputs import (
     GroupInfo,
@@ -107,6 +107,7 @@ def assemble_snapshot(
     eviction_refused: Iterable[str] = (),
     partial_since: Mapping[GroupKey, float] | None = None,
     previous: ClusterIndex | None = None,
+    class_resources: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """Parsed objects (any order, None skipped) -> Snapshot: levels named by node labels
     are resolved and workload pods join their groups. Nothing is parsed here, so a
@@ -115,7 +116,9 @@ def assemble_snapshot(
     objects do not hold); `eviction_refused` are the pods whose eviction the API server
     refused lately (a PodDisruptionBudget), which the objects do not show either;
     `partial_since`, when each partly placed gang was first seen so (last decisions);
-    `previous`, an earlier snapshot's index the new one may take unchanged parts from.
+    `previous`, an earlier snapshot's index the new one may take unchanged parts from;
+    `class_resources`, the DeviceClasses whose devices also count as a resource (the
+    setting `dra.class_resources`; None: `CLASS_RESOURCES`).
     """
     by_type: dict[type, list[Any]] = {kind: [] for kind in _TYPES}
     for item in parsed:
@@ -141,7 +144,7 @@ def assemble_snapshot(
         backoffs=backoffs or {},
         eviction_refused=frozenset(eviction_refused),
         partial_since=partial_since or {},
-        dra=_dra(by_type, pods),
+        dra=_dra(by_type, pods, class_resources),
         previous=previous,
     )
 
@@ -152,7 +155,11 @@ _TYPES = (
 )
 
 
-def _dra(by_type: Mapping[type, list[Any]], pods: Iterable[PodInfo]) -> DraInventory:
+def _dra(
+    by_type: Mapping[type, list[Any]],
+    pods: Iterable[PodInfo],
+    class_resources: Mapping[str, str] | None,
+) -> DraInventory:
     """The DRA objects, and the claims of each pod that names any."""
     pod_claims = {str(pod.key): pod.claims for pod in pods if pod.claims}
     if not pod_claims:
@@ -163,6 +170,7 @@ def _dra(by_type: Mapping[type, list[Any]], pods: Iterable[PodInfo]) -> DraInven
         claims={c.key: c for c in by_type[Claim]},
         templates={t.key: t.spec for t in by_type[ClaimTemplate]},
         pod_claims=pod_claims,
+        class_resources=dict(CLASS_RESOURCES if class_resources is None else class_resources),
     )
 
 
