@@ -129,3 +129,28 @@ def test_a_leaderworkerset_pod_reads_its_leaderworkerset_by_label() -> None:
     found = first_owner(member, "ml")
     assert found is not None and found.uid is None
     assert found.path == "/apis/leaderworkerset.x-k8s.io/v1/namespaces/ml/leaderworkersets/serve"
+
+
+def test_a_rayclusters_pods_and_an_mpijobs_launcher_and_workers_are_followed() -> None:
+    """KubeRay's pods are controlled by their RayCluster (a RayJob's cluster carries the
+    RayJob's labels); mpi-operator's workers by the MPIJob, its launcher by a Job the
+    MPIJob controls: each chain ends at a workload kind that makes gangs."""
+    ray_pod = pod()
+    ray_pod["metadata"]["ownerReferences"] = [ref("ray.io/v1", "RayCluster", "rc")]
+    found = first_owner(ray_pod, "ml")
+    assert found is not None and found.path == "/apis/ray.io/v1/namespaces/ml/rayclusters/rc"
+    raycluster = workload("RayCluster", "rc", {QUEUE: "team-a"})
+    assert decide_pod(ray_pod, [raycluster], {}, Mode.BINDER).changes
+
+    worker = pod()
+    worker["metadata"]["ownerReferences"] = [ref("kubeflow.org/v2beta1", "MPIJob", "pi")]
+    found = first_owner(worker, "ml")
+    assert found is not None and found.path.endswith("/namespaces/ml/mpijobs/pi")
+    mpijob = workload("MPIJob", "pi", {QUEUE: "team-a"})
+    launcher_job = workload("Job", "pi-launcher", owner=ref("kubeflow.org/v2beta1", "MPIJob", "pi"))
+    next_hop = controller_of(launcher_job, "ml")
+    assert next_hop is not None and next_hop.path.endswith("/mpijobs/pi")
+    assert decide_pod(worker, [mpijob], {}, Mode.BINDER).changes
+    assert decide_pod(pod(), [launcher_job, mpijob], {}, Mode.GATE).spec == {
+        "schedulingGates": [GATE]
+    }
