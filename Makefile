@@ -12,7 +12,7 @@ CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
 .PHONY: help install tools helm controllers cluster-up cluster-down run demo demo-dra test test-unit test-e2e \
-        lint test-upstream bench bench-core bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke \
+        lint test-upstream bench bench-core bench-core-12500 bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke \
         bench-report chaos clean
 
 help:
@@ -81,6 +81,10 @@ test: install tools helm lint bench-smoke
 bench-core: install
 	$(PYTHON) -m bench.core
 
+# The core at 12,500 nodes (100,000 GPUs), each scenario in its own process (peak memory).
+bench-core-12500: install
+	$(PYTHON) -m bench.core.scale
+
 bench-packing: install
 	$(PYTHON) -m bench.packing
 
@@ -94,7 +98,7 @@ bench-e2e-5000: install tools
 	$(PYTHON) -m bench.e2e --workload bench/workloads/e2e-5000.yaml --rounds 1 \
 		--output bench/results/e2e-5000.json
 
-bench: bench-core bench-packing bench-sim bench-e2e
+bench: bench-core bench-core-12500 bench-packing bench-sim bench-e2e
 
 chaos: install tools
 	$(PYTHON) -m bench.chaos

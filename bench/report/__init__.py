@@ -19,6 +19,7 @@ from pathlib import Path
 from bench import common
 from bench.chaos import report as chaos
 from bench.core import run as core
+from bench.core import scale as core_scale
 from bench.dra import e2e_table as dra_e2e
 from bench.e2e import table as e2e
 from bench.packing import report as packing
@@ -27,6 +28,7 @@ from bench.sim import run as sim
 
 GENERATORS: dict[str, Callable[[Path], common.Generated]] = {
     "core": core.generated,
+    "core-12500": core_scale.generated,
     "packing": packing.generated,
     "sim": sim.generated,
     "sim-time": backfill.generated,
