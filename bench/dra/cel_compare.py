@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phalanx.core.dra.cel import SelectorError, compiled, device_value
+from phalanx.core.dra.cel import SelectorError, compiled, device_value, is_quantity
 from phalanx.core.dra.values import compare_values, quantity_value, semver_of, semver_value
 from phalanx.core.model.dra import Device
 from phalanx.core.model.quantity import parse_quantity
@@ -125,7 +125,7 @@ def _celpy(expression: str) -> Callable[[Device], object]:
 
     functions = {
         "quantity": quantity,
-        "isQuantity": lambda t: celtypes.BoolType(_is_quantity(str(t))),
+        "isQuantity": lambda t: celtypes.BoolType(is_quantity(str(t))),
         "semver": semver,
         "compareTo": compare_to,
         "isGreaterThan": lambda a, b: celtypes.BoolType(compare_values(plain(a), plain(b)) > 0),
@@ -149,14 +149,6 @@ def _celpy(expression: str) -> Callable[[Device], object]:
 
 def _domains(expression: str) -> tuple[str, ...]:
     return compiled(expression).domains
-
-
-def _is_quantity(text: str) -> bool:
-    try:
-        parse_quantity(text)
-    except ValueError:
-        return False
-    return True
 
 
 Build = Callable[[str], Callable[[Device], object]]

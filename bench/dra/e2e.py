@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import sys
 import tempfile
@@ -45,7 +44,7 @@ from bench.common import RESULTS, ROOT, WORKLOADS, write
 from bench.dra import e2e_table
 from bench.e2e import components, report
 from bench.e2e.measure import Endpoint, load_average
-from bench.e2e.run import _measure, _versions, log
+from bench.e2e.run import _measure, _versions, log, machine
 from bench.e2e.workload import Gang, Workload, draw_gangs, load_workload
 from phalanx.cluster import ClusterDescription, LocalCluster, load_description
 from phalanx.cluster.dra_slices import API_VERSION, DRIVER, product_name
@@ -246,9 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         "started_at": started_at.isoformat(timespec="seconds"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - began, 1),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": f"CPython {platform.python_version()}",
-                    "load_average_start": load_start, "load_average_end": load_average()},
+        "machine": machine(load_start),
         "versions": versions,
         "parameters": params,
         "how": (__doc__ or "").split("Measured as", 1)[-1].strip(),

@@ -575,9 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         "started_at": started_at.isoformat(timespec="seconds"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - began, 1),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": f"CPython {platform.python_version()}",
-                    "load_average_start": load_start, "load_average_end": load_average()},
+        "machine": machine(load_start),
         "versions": _versions(),
         "parameters": params,
         "measurement": _measurement_note(),
@@ -651,6 +649,13 @@ def _parameters(workload: Workload, description: ClusterDescription,
 def _measurement_note() -> dict[str, str]:
     doc = __doc__ or ""
     return {"how": doc.split("Measured per run:", 1)[-1].strip()}
+
+
+def machine(load_start: Any) -> dict[str, Any]:
+    """The machine a run was on, and its load at the start (given) and now (the end)."""
+    return {"cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": f"CPython {platform.python_version()}",
+            "load_average_start": load_start, "load_average_end": load_average()}
 
 
 def _versions() -> dict[str, str]:

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from phalanx.core.model.dra import (
+    NVIDIA_GPU_CLASS,
+    NVIDIA_GPU_DRIVER,
     Claim,
     ClaimSpec,
     Device,
@@ -19,10 +21,10 @@ from phalanx.core.model.dra import (
 )
 from phalanx.core.model.inputs import NodeInfo, PodInfo
 
-DRIVER = "gpu.nvidia.com"
+DRIVER = NVIDIA_GPU_DRIVER
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-40GB"
-GPU_CLASS = DeviceClass(DRIVER, (f'device.driver == "{DRIVER}"',))
+GPU_CLASS = NVIDIA_GPU_CLASS
 IS_H100 = f'device.attributes["{DRIVER}"].productName == "{H100}"'
 
 

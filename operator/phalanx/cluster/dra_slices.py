@@ -17,8 +17,9 @@ from typing import Any
 
 from phalanx.cluster.description import ClusterDescription, NodeShape
 from phalanx.cluster.rest import RestClient
+from phalanx.core.model.dra import NVIDIA_GPU_CLASS, NVIDIA_GPU_DRIVER
 
-DRIVER = "gpu.nvidia.com"
+DRIVER = NVIDIA_GPU_DRIVER
 API_VERSION = "resource.k8s.io/v1"
 DRIVER_VERSION = "580.95.5"  # the driver version the devices report (a semantic version)
 ARCHITECTURES = (("B200", "Blackwell"), ("GB200", "Blackwell"), ("H100", "Hopper"),
@@ -30,8 +31,8 @@ def device_class() -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        "metadata": {"name": NVIDIA_GPU_CLASS.name},
+        "spec": {"selectors": [{"cel": {"expression": e}} for e in NVIDIA_GPU_CLASS.selectors]},
     }
 
 

@@ -18,20 +18,20 @@ from dataclasses import replace
 from functools import lru_cache
 
 from phalanx.core.model.dra import (
+    NVIDIA_GPU_CLASS,
+    NVIDIA_GPU_DRIVER,
     AllocatedDevice,
     Claim,
     ClaimSpec,
     Device,
     DeviceAsk,
-    DeviceClass,
     DeviceRequest,
     DraInventory,
 )
 from phalanx.core.model.inputs import NodeInfo, PodClaim, PodInfo
 from phalanx.core.model.names import GPU
 
-DRIVER = "gpu.nvidia.com"
-GPU_CLASS = DeviceClass(DRIVER, (f'device.driver == "{DRIVER}"',))
+DRIVER = NVIDIA_GPU_DRIVER
 ENTRY = "gpus"
 
 
@@ -65,7 +65,7 @@ def as_dra(
         converted.append(replace(pod, requests=requests, claims=(entry,), gpu_devices=()))
     dra = DraInventory(
         devices=devices,
-        classes={GPU_CLASS.name: GPU_CLASS},
+        classes={NVIDIA_GPU_CLASS.name: NVIDIA_GPU_CLASS},
         claims=claims,
         pod_claims={str(p.key): p.claims for p in converted if p.claims},
     )

@@ -122,7 +122,8 @@ def _quantity(text: str) -> dict[str, Any]:
         raise ValueError(str(error)) from None
 
 
-def _is_quantity(text: str) -> bool:
+def is_quantity(text: str) -> bool:
+    """Whether `text` is a Kubernetes quantity (CEL's isQuantity)."""
     try:
         parse_quantity(text)
     except QuantityError:
@@ -164,7 +165,7 @@ def _functions() -> list[Any]:
     q = quantity_of
     table: dict[str, list[Any]] = {
         "quantity": [_overload("quantity_string", v, [s], _quantity, False)],
-        "isQuantity": [_overload("is_quantity_string", b, [s], _is_quantity, False)],
+        "isQuantity": [_overload("is_quantity_string", b, [s], is_quantity, False)],
         "semver": [
             _overload("semver_string", v, [s], _semver, False),
             _overload("semver_string_bool", v, [s, b], _semver, False),

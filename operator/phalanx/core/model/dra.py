@@ -23,7 +23,10 @@ __all__ = ["PodClaim"]  # defined beside PodInfo, which carries it; named here t
 
 DeviceKey = tuple[str, str, str]
 
-CLASS_RESOURCES: Mapping[str, str] = {"gpu.nvidia.com": GPU}
+NVIDIA_GPU_DRIVER = "gpu.nvidia.com"
+"""The NVIDIA DRA Driver for GPUs: its driver name, which also names its DeviceClass."""
+
+CLASS_RESOURCES: Mapping[str, str] = {NVIDIA_GPU_DRIVER: GPU}
 """Device classes whose devices also count as a resource, as Kueue's
 `deviceClassMappings` do: a device of the NVIDIA driver's GPU class is one
 `nvidia.com/gpu` for queue quotas, packing and the GPUs preemption weighs."""
@@ -217,3 +220,7 @@ class DraInventory:
     @property
     def empty(self) -> bool:
         return not self.pod_claims
+
+
+NVIDIA_GPU_CLASS = DeviceClass(NVIDIA_GPU_DRIVER, (f'device.driver == "{NVIDIA_GPU_DRIVER}"',))
+"""The DeviceClass the driver's chart installs: every device of the driver."""
