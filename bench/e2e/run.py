@@ -15,8 +15,11 @@ operator's client settings and a plan made before the clock starts: the API serv
 bind rate, of which Phalanx's is read as a share.
 
 Measured per run:
-- bind time of a pod: arrival time of the watch event in which the pod first has a
-  nodeName (a watcher in its own process, started before submission);
+- bind time of a pod: when kube-apiserver answered its binding (stageTimestamp of its
+  audit line: the cluster audits pods/binding creates only, bench/e2e/server_times.py), the
+  same for every contender; a watcher in its own process, started before submission, sees
+  each binding as its watch event arrives (the run's progress; its lag behind the server
+  is reported as watch_lag_s, and its time stands in for a pod the audit log lacks);
 - throughput: pods bound / (last binding - submission start);
 - gang latency: last binding of the gang's pods - when the gang's first object was sent;
 - scheduler process: CPU seconds (utime + stime, /proc/<pid>/stat) from submission start
@@ -62,6 +65,7 @@ from bench.e2e.measure import (
     read_process,
     watch_bindings,
 )
+from bench.e2e.server_times import read_binding_times, watch_lag
 from bench.e2e.submit import submit
 from bench.e2e.workload import (
     Gang,
@@ -74,7 +78,9 @@ from bench.e2e.workload import (
     submission_waves,
     upstream_pod_group_object,
 )
+from bench.e2e.written import cycle_seconds, written_objects
 from phalanx.cluster import ClusterDescription, LocalCluster, binaries, load_description
+from phalanx.cluster.components import AUDIT_LOG_FILE
 
 WORKLOAD = WORKLOADS / "e2e.yaml"
 OUTPUT = RESULTS / "e2e.json"
@@ -186,7 +192,9 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
     # kube-controller-manager is left out: none of its controllers acts on these pods,
     # and at 20,000 pods its informers would take CPU from every contender alike.
     cluster = LocalCluster(run_dir, workload_api=scheduler == KUBE_GANG,
-                           controller_manager=False)
+                           controller_manager=False, audit_bindings=True,
+                           large=workload.large_cluster,
+                           kwok_lease_seconds=workload.kwok_lease_seconds)
     began = time.time()
     cluster.start()
     try:
@@ -199,6 +207,7 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
         account = {"phalanx": components.OPERATOR,
                    CEILING: components.CEILING}.get(scheduler, components.SCHEDULER)
         cluster.apply(components.identity_objects([account], workload.namespace))
+        _warm_custom_storage(cluster)
         kubeconfig = components.account_kubeconfig(cluster, account)
         profile_path = run_dir / "operator.prof" if profile and scheduler == "phalanx" else None
         rack_gpus = _rack_gpus(description)
@@ -228,6 +237,23 @@ def run_one(scheduler: str, description: ClusterDescription, gangs: list[Gang],
         cluster.stop()
     result["load_average_end"] = load_average()
     return result
+
+
+# A fresh kube-apiserver readies a custom resource's storage at the first request for it,
+# answering 429 "storage is (re)initializing" meanwhile: the operator's first list of
+# Queues (which nothing else had asked for) waited a second of its run for that. A live
+# cluster has them ready; each is asked for once before any clock starts.
+CUSTOM_KINDS = ("queues", "podgroups", "networktopologies")
+
+
+def _warm_custom_storage(cluster: LocalCluster, timeout: float = 60.0) -> None:
+    rest = cluster.rest(timeout=30.0)
+    for kind in CUSTOM_KINDS:
+        deadline = time.monotonic() + timeout
+        while rest.get(f"/apis/scheduling.phalanx.io/v1alpha1/{kind}?limit=1").status != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the API server did not serve {kind} within {timeout:.0f}s")
+            time.sleep(0.2)
 
 
 def _ceiling_plan(description: ClusterDescription, gangs: list[Gang], workload: Workload,
@@ -326,6 +352,8 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
         sampler.stop()
         bound = dict(bindings.bound)
         pods_listing = endpoint.list_items(f"/api/v1/namespaces/{workload.namespace}/pods")
+        written = (written_objects(endpoint.list_items, workload.namespace)
+                   if scheduler == "phalanx" else None)
     finally:
         bindings.stop()
         watcher.terminate()
@@ -337,7 +365,10 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
         before_readings[account] = ProcessReading(0.0, 0.0, 0.0)
     window = Window(measured_from, sent, before, at_last, after, before_readings, end_readings)
     figures = _figures(scheduler, account, gangs, submission, bound, pods_listing, window,
-                       sampler, timed_out, cluster)
+                       sampler, timed_out, cluster, workload.namespace)
+    if written is not None:
+        figures["operator"] = {"written_objects": written, "cycle_seconds": cycle_seconds(
+            cluster.run_dir / "logs" / f"{components.OPERATOR}.log")}
     figures["watch_breaks"] = [{"at_s": round(at - measured_from, 2), "reason": reason[:200],
                                 "while_resuming": resuming}
                                for at, reason, resuming in bindings.breaks]
@@ -391,8 +422,12 @@ class Window:
 
 def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
              bound: dict[str, tuple[str, float]], listing: dict[str, Any], measured: Window,
-             sampler: Sampler, timed_out: bool, cluster: LocalCluster) -> dict[str, Any]:
-    bound_at, late = bind_times(bound, listing)
+             sampler: Sampler, timed_out: bool, cluster: LocalCluster,
+             namespace: str) -> dict[str, Any]:
+    seen_at, late = bind_times(bound, listing)
+    answered = read_binding_times(cluster.run_dir / "logs" / AUDIT_LOG_FILE,
+                                  namespace)
+    bound_at = {name: answered.get(name, moment) for name, moment in seen_at.items()}
     members = {g.name: g.pod_names() for g in gangs}
     sizes = {g.name: g.pods for g in gangs}
     latencies = report.gang_latencies(members, bound_at, measured.sent)
@@ -416,8 +451,10 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
     }
     return {
         "timed_out": timed_out,
-        "bind_time_sources": {"watch_event": len(bound) - len(late), "relist": len(late),
+        "bind_time_sources": {"api_server_audit": sum(1 for n in seen_at if n in answered),
+                              "watch_event": len(bound) - len(late), "relist": len(late),
                               "relist_replaced_by_pod_scheduled_condition": sum(late.values())},
+        "watch_lag_s": watch_lag(seen_at, answered),
         "submission": {"seconds": round(submission.finished - submission.started, 3),
                        "requests": submission.requests, "retries": submission.retries,
                        "started_epoch": submission.started},

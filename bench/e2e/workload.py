@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from phalanx.cluster.description import ClusterDescription, description_from_dict
+from phalanx.cluster.kwok_config import DEFAULT_LEASE_SECONDS
 
 GPU = "nvidia.com/gpu"
 GROUP_LABEL = "scheduling.phalanx.io/pod-group"
@@ -52,6 +53,11 @@ class Workload:
     settle_seconds: float
     smoke: Mapping[str, int] = field(default_factory=dict)
     stall_seconds: float = 60.0
+    # the control plane's settings for a large cluster (components.LARGE_*_ARGS)
+    large_cluster: bool = False
+    # kwok renews each node's Lease every quarter of this: 12,500 nodes at the default
+    # 120 s would write 417 Leases a second, most of what this API server can take
+    kwok_lease_seconds: int = DEFAULT_LEASE_SECONDS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +70,9 @@ class Workload:
             "kubeScheduler": {"qps": self.scheduler_qps, "burst": self.scheduler_burst},
             "timeoutSeconds": self.timeout_seconds, "settleSeconds": self.settle_seconds,
             "stallSeconds": self.stall_seconds,
+            **({"largeCluster": True} if self.large_cluster else {}),
+            **({"kwokLeaseSeconds": self.kwok_lease_seconds}
+               if self.kwok_lease_seconds != DEFAULT_LEASE_SECONDS else {}),
         }
 
 
@@ -102,6 +111,8 @@ def load_workload(path: str | Path) -> Workload:
         settle_seconds=float(data.get("settleSeconds", 5)),
         smoke={str(k): int(v) for k, v in (data.get("smoke") or {}).items()},
         stall_seconds=float(data.get("stallSeconds", 60)),
+        large_cluster=bool(data.get("largeCluster", False)),
+        kwok_lease_seconds=int(data.get("kwokLeaseSeconds", DEFAULT_LEASE_SECONDS)),
     )
 
 

@@ -107,6 +107,11 @@ class Options:
 
     workload_api: bool = False
     minor: int = SUPPORTED_MINORS[-1]  # the Kubernetes minor version of the binaries
+    # kube-apiserver writes an audit line per pods/binding (logs/audit.log): when the API
+    # server answered each binding, to the microsecond, whoever sent it (bench.e2e)
+    audit_bindings: bool = False
+    # the settings of a large cluster (LARGE_APISERVER_ARGS, LARGE_ETCD_ARGS)
+    large: bool = False
 
     def feature_gate_args(self) -> list[str]:
         if not self.workload_api:
@@ -121,7 +126,45 @@ class Options:
         return ["--runtime-config=" + ",".join(f"{v}=true" for v in versions)]
 
 
-def etcd_args(etcd: Path, run_dir: Path, port: int, peer_port: int) -> list[str]:
+# A large cluster's settings (options.large; 12,500 kwok nodes, bench-e2e-12500):
+# - kube-apiserver: 3,000 + 1,000 requests in flight (with API Priority and Fairness, their
+#   sum is the concurrency its priority levels share; the defaults are 400 + 200), and
+#   DeleteCollection with 8 workers (a namespace of 50,000 pods goes in one go);
+# - etcd: an 8 GiB backend quota (etcd's suggested maximum; its default is 2 GiB, this
+#   cluster's usual 4 GiB), history compacted by kube-apiserver every 5 minutes as always.
+LARGE_APISERVER_ARGS = ("--max-requests-inflight=3000", "--max-mutating-requests-inflight=1000",
+                        "--delete-collection-workers=8")
+LARGE_ETCD_ARGS = ("--quota-backend-bytes=8589934592",)
+AUDIT_POLICY_FILE = "audit-policy.yaml"
+AUDIT_LOG_FILE = "audit.log"
+# Only bindings, at Metadata level (who bound which pod, the reply's code and when), once
+# the reply is complete: the API server writes nothing else.
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived", "ResponseStarted", "Panic"],
+    "rules": [
+        {"level": "Metadata", "verbs": ["create"],
+         "resources": [{"group": "", "resources": ["pods/binding"]}]},
+        {"level": "None"},
+    ],
+}
+
+
+def audit_args(run_dir: Path) -> list[str]:
+    """Audit flags: batched (written off the request path within a second), JSON lines."""
+    return [
+        f"--audit-policy-file={run_dir / AUDIT_POLICY_FILE}",
+        f"--audit-log-path={run_dir / 'logs' / AUDIT_LOG_FILE}",
+        "--audit-log-format=json",
+        "--audit-log-mode=batch",
+        "--audit-log-batch-max-wait=1s",
+        "--audit-log-maxsize=0",
+    ]
+
+
+def etcd_args(etcd: Path, run_dir: Path, port: int, peer_port: int,
+              large: bool = False) -> list[str]:
     peer = f"http://127.0.0.1:{peer_port}"
     return [
         str(etcd),
@@ -134,7 +177,7 @@ def etcd_args(etcd: Path, run_dir: Path, port: int, peer_port: int) -> list[str]
         f"--initial-cluster=phalanx={peer}",
         "--unsafe-no-fsync",  # throwaway data: durability is not worth the latency
         "--log-level=warn",
-        "--quota-backend-bytes=4294967296",
+        *(LARGE_ETCD_ARGS if large else ("--quota-backend-bytes=4294967296",)),
     ]
 
 
@@ -171,12 +214,13 @@ def apiserver_args(
         "--authorization-mode=Node,RBAC",
         "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
         "--service-cluster-ip-range=10.96.0.0/16",
-        "--max-requests-inflight=800",
-        "--max-mutating-requests-inflight=400",
+        *(LARGE_APISERVER_ARGS if options.large else ("--max-requests-inflight=800",
+                                                     "--max-mutating-requests-inflight=400")),
         "--profiling=false",
         "--v=0",
         *options.feature_gate_args(),
         *options.runtime_config_args(),
+        *(audit_args(run_dir) if options.audit_bindings else ()),
     ]
     return args
 

@@ -119,13 +119,16 @@ class LocalCluster:
         kwok_lease_seconds: int = DEFAULT_LEASE_SECONDS,
         workload_api: bool = False,
         controller_manager: bool = True,
+        audit_bindings: bool = False,
+        large: bool = False,
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.kubeconfig = Path(kubeconfig).resolve() if kubeconfig else self.run_dir / "kubeconfig"
         self.bin_dir = bin_dir
         self.die_with_parent = die_with_parent
         self.kwok_lease_seconds = kwok_lease_seconds
-        self.options = components.Options(workload_api=workload_api)
+        self.options = components.Options(workload_api=workload_api,
+                                          audit_bindings=audit_bindings, large=large)
         self.controller_manager = controller_manager
         self._state: ClusterState | None = None
         self._started: dict[str, processes.Started] = {}  # what this object spawned
@@ -192,8 +195,12 @@ class LocalCluster:
         (self.run_dir / STATE_FILE).chmod(0o600)  # holds the admin token
         try:
             self.spawn(
-                "etcd", components.etcd_args(tools["etcd"], self.run_dir, etcd_port, peer_port)
+                "etcd", components.etcd_args(tools["etcd"], self.run_dir, etcd_port, peer_port,
+                                             self.options.large)
             )
+            if self.options.audit_bindings:
+                (self.run_dir / components.AUDIT_POLICY_FILE).write_text(
+                    json.dumps(components.AUDIT_POLICY))
             self.spawn(
                 "kube-apiserver",
                 components.apiserver_args(
