@@ -23,7 +23,7 @@ from bench.core import scale as core_scale
 from bench.dra import e2e_table as dra_e2e
 from bench.e2e import table as e2e
 from bench.packing import report as packing
-from bench.sim import backfill
+from bench.sim import backfill, fair_share
 from bench.sim import run as sim
 
 GENERATORS: dict[str, Callable[[Path], common.Generated]] = {
@@ -32,6 +32,7 @@ GENERATORS: dict[str, Callable[[Path], common.Generated]] = {
     "packing": packing.generated,
     "sim": sim.generated,
     "sim-time": backfill.generated,
+    "fair-share": fair_share.generated,
     "e2e": e2e.generated,
     "chaos": chaos.generated,
     "dra-e2e": dra_e2e.generated,

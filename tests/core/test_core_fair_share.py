@@ -7,12 +7,12 @@ import math
 from dataclasses import replace
 
 import pytest
-from core_builders import GPU, group, node, pod, snapshot_of
-from hypothesis import given
+from core_builders import GPU, decision, group, node, pod, snapshot_of
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from phalanx.core import QueueInfo, SchedulerConfig
-from phalanx.core.admission.usage import accrue, decay, history_share, kept
+from phalanx.core.admission.usage import WINDOW, accrue, decay, history_share, kept
 from phalanx.core.cycle import run_cycle
 from phalanx.core.model.errors import InvalidObject
 from phalanx.core.parse import parse_queue
@@ -73,15 +73,21 @@ def test_half_a_life_later_half_is_left() -> None:
     assert accrue({GPU: 8.0}, {GPU: 1.0}, 10.0, 0.0) == {}  # half-life 0 keeps nothing
 
 
-def test_history_share_is_the_long_run_share_of_a_queue_that_always_ran() -> None:
-    """A queue that held a quarter of the GPUs for ever counts 0.25, as its share would."""
+def test_history_share_is_usage_over_what_the_cluster_gives_in_the_window() -> None:
+    """Usage and allocation weigh in the same unit: a queue that ran 4 of 16 GPUs for an
+    hour counts as much as one holding all 16 for a quarter of that hour (over WINDOW)."""
     half_life = 2 * HOUR
-    usage = accrue({}, {GPU: 4000.0}, 100 * half_life, half_life)
+    usage = accrue({}, {GPU: 4000.0}, HOUR, half_life)
     queue = QueueInfo("a", usage=usage, usage_at=0.0, usage_half_life_seconds=half_life)
-    assert history_share(queue, {GPU: 16000}, 0.0, 0.0) == pytest.approx(0.25)
+    expected = usage[GPU] / (16000 * WINDOW)
+    assert history_share(queue, {GPU: 16000}, 0.0, 0.0) == pytest.approx(expected)
     later = history_share(queue, {GPU: 16000}, half_life, 0.0)
-    assert later == pytest.approx(0.125)  # decayed to the cycle's now
-    assert history_share(replace(queue, weight=2), {GPU: 16000}, 0.0, 0.0) == pytest.approx(0.125)
+    assert later == pytest.approx(expected / 2)  # decayed to the cycle's now
+    assert history_share(replace(queue, weight=2), {GPU: 16000}, 0.0, 0.0) == pytest.approx(
+        expected / 2)
+    assert history_share(queue, {GPU: 16000}, 0.0, 0.0) == pytest.approx(
+        history_share(replace(queue, usage_half_life_seconds=60 * HOUR), {GPU: 16000}, 0.0,
+                      0.0))  # the half-life decays usage, it does not scale it
 
 
 def two_teams(a_usage: dict[str, float], b_usage: dict[str, float],
@@ -116,6 +122,85 @@ def test_a_queue_that_ran_for_a_day_waits_behind_one_that_did_not() -> None:
     assert admitted_first(objects, SchedulerConfig(), 0.0) == "default/a-new"
     assert admitted_first(objects, with_history, 0.0) == "default/b-new"
     assert admitted_first(objects, with_history, 20 * half_life) == "default/a-new"
+
+
+def test_less_usage_goes_first_however_much_more_the_queue_runs_now() -> None:
+    """Both teams ran for a day, team-b three quarters of what team-a ran; team-b holds 2
+    of the 4 GPUs now, team-a none. The first key (usage over the mean life + share now)
+    put team-a first: team-b's lead now (0.5) outweighed its deficit in history (0.23),
+    and team-b only ever got about (1 + gap) / 2 of the room. Usage + allocation over a
+    minute puts team-b first, until the usages even out."""
+    half_life = 6 * HOUR
+    a_day = accrue({}, {GPU: 4000.0}, 24 * HOUR, half_life)
+    less = accrue({}, {GPU: 3000.0}, 24 * HOUR, half_life)
+    objects = two_teams(a_day, less, half_life)
+    assert admitted_first(objects, SchedulerConfig(), 0.0) == "default/b-new"
+    even = two_teams(a_day, a_day, half_life)  # even usage: what runs now decides (DRF)
+    assert admitted_first(even, SchedulerConfig(), 0.0) == "default/a-new"
+
+
+gpu_usage = st.floats(min_value=0.0, max_value=8000.0 * 86400)
+
+
+@given(gpu_usage, gpu_usage, st.integers(0, 3), st.integers(0, 3), seconds)
+def test_the_queue_with_less_usage_plus_allocation_is_admitted_first(
+    a_usage: float, b_usage: float, a_running: int, b_running: int, since: float
+) -> None:
+    """Whatever the two queues ran and run: the first gang admitted is of the queue
+    whose decayed usage + allocation x WINDOW is lower (GPU-seconds)."""
+    half_life = 6 * HOUR
+    usage = {"team-a": a_usage, "team-b": b_usage}
+    objects: list[object] = [node("n1", gpus=8)]
+    for team, running in (("team-a", a_running), ("team-b", b_running)):
+        objects.append(QueueInfo(team, usage={GPU: usage[team]} if usage[team] else {},
+                                 usage_at=0.0))
+        objects.append(group(f"{team}-new", 1, queue=team, creation=1.0))
+        objects.append(pod(f"{team}-new", gpus=1, group=f"{team}-new"))
+        if running:
+            objects.append(group(f"{team}-run", running, queue=team))
+            objects.extend(pod(f"{team}-run-{i}", gpus=1, group=f"{team}-run", node_name="n1")
+                           for i in range(running))
+    keep = kept(since, half_life)
+    key = {team: usage[team] * keep + running * 1000.0 * WINDOW
+           for team, running in (("team-a", a_running), ("team-b", b_running))}
+    assume(not math.isclose(key["team-a"], key["team-b"], rel_tol=1e-6, abs_tol=1.0))
+    first = min(key, key=key.__getitem__)
+    config = SchedulerConfig(usage_half_life_seconds=half_life)
+    assert admitted_first(objects, config, since) == f"default/{first}-new"
+
+
+def starving(a_usage: dict[str, float], b_usage: dict[str, float]) -> list[object]:
+    """Team-a's 8-GPU gang waited since 0 on two full nodes; team-b's 4-GPU gang started
+    at 500 on n1 (it passed the big one), and team-b waits with another."""
+    return [
+        node("n0", gpus=8), node("n1", gpus=8),
+        QueueInfo("team-a", usage=a_usage, usage_at=0.0),
+        QueueInfo("team-b", usage=b_usage, usage_at=0.0),
+        group("a-run", 1, queue="team-a"),
+        pod("a-run", gpus=8, group="a-run", node_name="n0", started_at=10.0),
+        group("b-run", 2, queue="team-b"),
+        *(pod(f"b-run-{i}", gpus=4, group="b-run", node_name="n1", started_at=500.0)
+          for i in range(2)),
+        group("a-big", 1, queue="team-a", creation=0.0),
+        pod("a-big", gpus=8, group="a-big"),
+        group("b-next", 1, queue="team-b", creation=600.0),
+        pod("b-next", gpus=8, group="b-next"),
+    ]
+
+
+def test_a_gang_behind_a_queue_with_less_usage_is_not_starving() -> None:
+    """Passed by team-b's gang, team-a's big gang would reserve room (and keep it from
+    team-b, which is owed it); with team-a's day of usage it waits its turn instead.
+    At half-life 0, or once team-b has used more, it reserves as before."""
+    half_life = 6 * HOUR
+    a_day = accrue({}, {GPU: 8000.0}, 24 * HOUR, half_life)
+    config = SchedulerConfig(usage_half_life_seconds=half_life)
+    plain = run_cycle(snapshot_of(starving(a_day, {})), SchedulerConfig(), 1000.0)
+    assert decision(plain, "default/a-big").nomination is not None
+    behind = run_cycle(snapshot_of(starving(a_day, {})), config, 1000.0)
+    assert decision(behind, "default/a-big").nomination is None
+    ahead = run_cycle(snapshot_of(starving({}, a_day)), config, 1000.0)
+    assert decision(ahead, "default/a-big").nomination is not None
 
 
 def test_a_queue_sets_its_own_half_life() -> None:

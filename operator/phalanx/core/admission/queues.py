@@ -4,7 +4,9 @@ Usage of a queue is what its groups' pods on nodes request plus what was admitte
 earlier in this cycle; a parent's usage includes its children's. Nothing is carried
 between cycles, so an admitted group that could not be placed holds no quota. What a
 queue ran before (its decayed usage, `usage.py`) comes in as `history` and is added to
-its share.
+its share: the order across queues is by decayed usage plus current allocation, both in
+resource-seconds (the allocation over `usage.WINDOW`), as shares of what the cluster
+gives in that window.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class QueueLedger:
         self, queues: Mapping[str, QueueInfo], history: Mapping[str, float] | None = None
     ) -> None:
         self.queues = queues
-        self.history = history or {}  # queue -> decayed usage as a share (usage.py)
+        # queue -> decayed usage as a share of the cluster over usage.WINDOW (usage.py)
+        self.history = history or {}
         self.used: dict[str, dict[str, int]] = {name: {} for name in queues}
         self._chains: dict[str, tuple[str, ...]] = {}
         self._shares: dict[str, float] = {}
@@ -89,8 +92,12 @@ class QueueLedger:
         return None
 
     def share(self, queue: str, total: Resources) -> float:
-        """Weighted dominant resource share: max over resources of used/total, / weight,
-        plus the queue's past usage as a share (0 without history)."""
+        """The key of the order across queues (lowest first): the weighted dominant share
+        of what it uses now (max over resources of used/total, / weight), plus its past
+        usage as a share of what the cluster gives in usage.WINDOW seconds (0 without
+        history: exactly DRF). So a queue whose decayed usage + allocation x WINDOW is
+        lower goes first, however much more it runs now; why the window is short:
+        usage.py."""
         share = self._shares.get(queue)
         if share is None:
             share = self._share(queue, total) + self.history.get(queue, 0.0)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from operator import attrgetter
 
+from phalanx.core.admission.admit import queue_history
 from phalanx.core.admission.members import GroupWork
 from phalanx.core.model.clock import clock_time
 from phalanx.core.model.config import SchedulerConfig
@@ -122,7 +123,7 @@ class Reservations:
         gang behind hours-long jobs lost its room every 300 s to small groups and never
         started in the simulator."""
         held = hold.nomination
-        if held.reason != RESERVED or not hold.nodes:
+        if held.reason != RESERVED or not hold.nodes or self._behind(hold.queue, hold.creation):
             return None
         inside = set(hold.nodes)
         near = frozenset(self.state.index.nodes[i].name for i in hold.nodes)
@@ -234,7 +235,11 @@ class Reservations:
         running work is in the way."""
         work = failure.work
         waited = self.now - work.creation
-        if waited < self.config.starvation_seconds or not self._passed_by(work):
+        if (
+            waited < self.config.starvation_seconds
+            or not self._passed_by(work)
+            or self._behind(work.queue, work.creation)
+        ):
             return problem
         key, fruitless = self._room_key(failure), self._no_room_now()
         if key in fruitless:
@@ -323,6 +328,22 @@ class Reservations:
             and unit.group != work.key
             for unit in self.units
         )  # fmt: skip
+
+    def _behind(self, queue: str, since: float) -> bool:
+        """Is the queue behind one with less decayed usage, whose groups started since
+        `since`? Fair sharing over time serves that queue first until the usages even
+        out, so a gang here waits its turn, as behind higher priority: it is not
+        starving, and a reservation (taken or renewed) would keep the room from the
+        queue owed it (in `python -m bench.sim.fair_share`, a team that had the cluster
+        for a day still took some of the room freed for the team that had none). Never
+        at half-life 0: no queue has usage, and reservations are as they were."""
+        history = queue_history(self.state.index, self.now, self.config.usage_half_life_seconds)
+        if not history:
+            return False
+        own = history.get(queue, 0.0)
+        return any(
+            history.get(unit.queue, 0.0) < own and unit.started > since for unit in self.units
+        )
 
     def _reserving(self, queue: str) -> bool:
         """One reservation per queue at a time: its first gang that waits (highest
