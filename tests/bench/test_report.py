@@ -70,7 +70,7 @@ def test_every_benchmark_renders_from_bench_results(tmp_path: Path) -> None:
     readme, docs = files(tmp_path, "# Benchmarks\n")
     texts = generated()
     assert {t.name for t in texts} == {"core", "packing", "sim", "sim-time", "e2e", "chaos",
-                                       "dra-e2e", "core-12500"}
+                                       "dra-e2e", "core-12500", "fair-share"}
     write(texts, readme, docs)
     assert stale(texts, readme, docs) == []
     text = readme.read_text()
