@@ -2,11 +2,13 @@
 
     python -m bench.core.scale [--repeats 3]
 
-The scenarios of `bench.core` (gang-fits, none-fit, preempt, many-small; one size,
-12,500 nodes), each in a process of its own, so its peak memory (the process's maximum
+The scenarios of `bench.core` (gang-fits, none-fit, preempt, many-small, and the
+start-time estimate of 1,000 waiting gangs; one size, 12,500 nodes), each in a process
+of its own, so its peak memory (the process's maximum
 resident set: the synthetic cluster, its snapshot and the cycles) is its own. The targets
 are #36's: one gang that fits under 40 ms of core time, 1,000 gangs of which none fits
-under 400 ms, a preemption under 200 ms, and single pods at 2,000 pods/s or more. Writes
+under 400 ms, a preemption under 200 ms, and single pods at 2,000 pods/s or more; the
+estimate has its target at 4,000 nodes (`bench.core`) and is reported here. Writes
 bench/results/core-12500.json; its line in bench/README.md and its table in
 docs/benchmarks/core-12500-results.md are generated from it.
 """
@@ -30,7 +32,7 @@ OUTPUT = RESULTS / "core-12500.json"
 COMMAND = "python -m bench.core.scale"
 TARGETS_MS = {"gang-fits": 40.0, "none-fit": 400.0, "preempt": 200.0}
 PODS_PER_SECOND = 2000.0  # many-small's target
-SCENARIOS = ("gang-fits", "none-fit", "preempt", "many-small")
+SCENARIOS = ("gang-fits", "none-fit", "preempt", "many-small", "estimate")
 
 
 def _measured(scenario: str, repeats: int) -> dict[str, Any]:
@@ -48,6 +50,9 @@ def verdicts(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             rate = round(r["pending_pods"] / r["cycle_ms_median"] * 1000)
             found["many-small"] = {"target": f">= {PODS_PER_SECOND:,.0f} pods/s",
                                    "measured": f"{rate:,} pods/s", "met": rate >= PODS_PER_SECOND}
+        elif r["scenario"] not in TARGETS_MS:
+            found[r["scenario"]] = {"target": "reported", "measured": f"{r['cycle_ms_median']} ms",
+                                    "met": None}
         else:
             target = TARGETS_MS[r["scenario"]]
             found[r["scenario"]] = {"target": f"< {target:g} ms",
@@ -58,12 +63,17 @@ def verdicts(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def render_line(report: dict[str, Any]) -> str:
     parts = ", ".join(
-        f"{name} {v['measured']} ({v['target']}: {'met' if v['met'] else '**missed**'})"
-        for name, v in report["targets"].items()
+        f"{name} {v['measured']} ({_verdict(v)})" for name, v in report["targets"].items()
     )
     peak = max(r["peak_rss_mib"] for r in report["runs"])
     return (f"At 12,500 nodes (100,000 GPUs; {report['timestamp'][:10]}): {parts}; peak memory "
             f"{peak:,} MiB. [Table](../docs/benchmarks/core-12500-results.md)")
+
+
+def _verdict(verdict: dict[str, Any]) -> str:
+    if verdict["met"] is None:
+        return "no target here"
+    return f"{verdict['target']}: {'met' if verdict['met'] else '**missed**'}"
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -83,7 +93,8 @@ def render_table(report: dict[str, Any]) -> str:
         lines.append(
             f"| {r['scenario']} | {r['nodes']:,} | {r['groups']:,} | {r['pending_pods']:,} "
             f"| {r['running_pods']:,} | {r['cycle_ms_median']} | {r['snapshot_ms_median']} "
-            f"| {r['peak_rss_mib']:,} | {v['target']} | {'yes' if v['met'] else 'no'} |"
+            f"| {r['peak_rss_mib']:,} | {v['target']} "
+            f"| {'-' if v['met'] is None else 'yes' if v['met'] else 'no'} |"
         )
     return "\n".join(lines)
 

@@ -74,6 +74,25 @@ def test_each_waiting_gang_is_expected_when_the_work_in_its_way_reaches_its_limi
     assert plain.expected_starts == ()
 
 
+def test_a_gang_of_two_shapes_counts_on_no_room_planned_for_those_before_it() -> None:
+    """`first` (one shape: planned from the room over time) reserves n0, freed at 1000,
+    and is planned there until 1500; planned, it needs its reservation no more.
+    `mixed` (a launcher and a worker: placed the old way, on the state with `first` put
+    in) needs both nodes: 2000, when `b` leaves n1. `third` (one shape again) counts on
+    neither node before `mixed` ends at 2600."""
+    nodes = [node("n0"), node("n1")]
+    mixed = [pod("mixed-0", gpus=8, group="mixed"), pod("mixed-1", gpus=8, cpu=2, group="mixed"),
+             group("mixed", 2, runtime_limit_seconds=600, creation=2.0)]  # fmt: skip
+    result = cycle(nodes, running("a", "n0", 0.0, 1000), running("b", "n1", 0.0, 2000),
+                   waiting("first", limit=500, creation=1.0), mixed,
+                   waiting("third", limit=100, creation=3.0), now=10.0,
+                   estimate=True)  # fmt: skip
+    starts = {e.group: (e.at, e.waits_for) for e in result.expected_starts}
+    assert starts["default/first"] == (1000.0, ("default/a",))
+    assert starts["default/mixed"] == (2000.0, ("default/a", "default/b", "default/first"))
+    assert starts["default/third"] == (2600.0, ("default/a", "default/first", "default/mixed"))
+
+
 def test_a_gang_behind_work_with_no_limit_has_no_estimate() -> None:
     result = cycle([node("n0")], running("forever", "n0", 0.0, None), waiting("next"),
                    now=10.0, estimate=True)  # fmt: skip

@@ -39,7 +39,9 @@ class SchedulerConfig:
     runtime limit ends by the reservation's start (`preemption/holds.py`); False keeps
     such room for the gang alone (the simulator's `phalanx-nobackfill`).
     `estimate_depth`: `run_cycle(..., estimate=True)` estimates the start of this many
-    waiting gangs, in the order they are placed in (`timeline/estimate.py`).
+    waiting gangs, in the order they are placed in (`timeline/estimate.py`); the rest
+    are told they were not estimated. A bound against a runaway backlog, not a cost to
+    save: 1,000 gangs on 4,000 nodes take about 0.2 s (`python -m bench.core`).
     `usage_half_life_seconds`: queues are ordered by their share of what runs now plus
     their past usage decayed with this half-life (`admission/usage.py`), unless a Queue
     sets its own; 0 (the default) keeps no history: the order is DRF on what runs now."""
@@ -59,5 +61,5 @@ class SchedulerConfig:
     partial_grace_seconds: float = 60.0
     weigh_work_lost: bool = True
     backfill: bool = True
-    estimate_depth: int = 50
+    estimate_depth: int = 5000
     usage_half_life_seconds: float = 0.0

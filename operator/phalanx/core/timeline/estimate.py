@@ -29,6 +29,7 @@ from phalanx.core.placement.gang import GangPlacement, GangRequest, place_gang
 from phalanx.core.placement.state import CycleState
 from phalanx.core.snapshot.index import ClusterIndex
 from phalanx.core.timeline.limits import limit_of, started
+from phalanx.core.timeline.profile import FOREVER, RoomProfile
 from phalanx.topology.tree import ROOT_LEVEL
 
 
@@ -145,10 +146,19 @@ def expected_starts(
     """One estimate per waiting gang, in the order given (the order they are placed in);
     past the first `depth`, none (said so). `holds`: the nodes held for each group (every
     hold is on; a gang's own is lifted while it is estimated). The state is left as it
-    was."""
+    was.
+
+    Most gangs are answered by the room over time (`RoomProfile`); a gang it cannot
+    answer is placed the old way (`earliest_start`) on the state with every gang
+    planned before it put in. A gang's holds stay on for the gangs before it and go
+    once it is planned: from then its planned pods hold what it needs."""
     plan = sorted(occupants, key=_END)
-    planned: list[tuple[PodInfo, int]] = []
+    profile = RoomProfile(state, [(o.group, o.pods, o.end) for o in plan], now)
+    profile.prepare([gang.request for gang in waiting[:depth]])
+    planned: list[tuple[PodInfo, int]] = []  # put in the state, to be taken out
+    pending: list[tuple[GroupKey, GangPlacement, float]] = []  # planned, not in the state
     found: list[ExpectedStart] = []
+    lifted: list[int] = []  # holds of gangs planned (their room is theirs in the plan)
     try:
         for position, gang in enumerate(waiting):
             if position >= depth:
@@ -156,25 +166,77 @@ def expected_starts(
                 found.append(ExpectedStart(gang.key, None, (), message))
                 continue
             own = holds.get(gang.key, ())
-            for node in own:
-                state.hold(node, -1)
-            start = earliest_start(state, gang.request, plan, now)
-            for node in own:
-                state.hold(node)
+            if profile.answers(gang.request):
+                start = _from_profile(profile, gang.request, own)
+            else:
+                planned.extend(_put_in(state, pending, plan))
+                pending = []
+                start = _placed_the_old_way(state, gang.request, plan, now, own)
             found.append(_expected(state, gang, start, now))
             if start.placement is None or start.at is None:
                 continue
-            pods = placed_pods(state, start.placement.assignments)
-            for pod, node in pods:  # its room, from its start on
-                state.place(node, pod)
-                planned.append((pod, node))
-            if gang.limit is not None:
-                occupant = Occupant(gang.key, pods, start.at + gang.limit)
-                bisect.insort(plan, occupant, key=_END)
+            end = start.at + gang.limit if gang.limit is not None else FOREVER
+            profile.commit(gang.key, start.placement.assignments, end)
+            pending.append((gang.key, start.placement, end))
+            profile.lift(own, 1)  # planned, it needs its reservation no more
+            for node in own:
+                state.hold(node, -1)
+            lifted.extend(own)
     finally:
         for pod, node in reversed(planned):
             state.unplace(node, pod)
+        for node in lifted:
+            state.hold(node)
     return found
+
+
+def _from_profile(profile: RoomProfile, request: GangRequest, own: Sequence[int]) -> Start:
+    """The gang's start from the room over time, its own holds lifted."""
+    profile.lift(own, 1)
+    try:
+        at, placement = profile.earliest(request)
+    finally:
+        profile.lift(own, -1)
+    if at is None or placement is None:
+        return Start(None, None, ())
+    nodes = [node for _, node in placement.assignments]
+    return Start(at, placement, profile.waits_for(nodes, at))
+
+
+def _put_in(
+    state: CycleState,
+    pending: Sequence[tuple[GroupKey, GangPlacement, float]],
+    plan: list[Occupant],
+) -> list[tuple[PodInfo, int]]:
+    """The gangs planned so far put in the state (each an occupant of the plan until its
+    end), for a gang placed the old way: only then, as that is rare and putting pods in
+    is not."""
+    put: list[tuple[PodInfo, int]] = []
+    for key, placement, end in pending:
+        pods = placed_pods(state, placement.assignments)
+        for pod, node in pods:
+            state.place(node, pod)
+        put.extend(pods)
+        if end != FOREVER:
+            bisect.insort(plan, Occupant(key, pods, end), key=_END)
+    return put
+
+
+def _placed_the_old_way(
+    state: CycleState,
+    request: GangRequest,
+    plan: Sequence[Occupant],
+    now: float,
+    own: Sequence[int],
+) -> Start:
+    """`earliest_start` with the gang's own holds lifted."""
+    for node in own:
+        state.hold(node, -1)
+    try:
+        return earliest_start(state, request, plan, now)
+    finally:
+        for node in own:
+            state.hold(node)
 
 
 def placed_pods(
