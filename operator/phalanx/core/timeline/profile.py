@@ -38,6 +38,8 @@ from phalanx.core.snapshot.shapes import Shape, fit_count
 from phalanx.topology.tree import DomainTree
 
 FOREVER = math.inf
+_Changes = dict[tuple[tuple["Shape", str | None], int, int], list[tuple[float, int]]]
+"""(shape and topology, level, domain) -> (moment, change of room from then on)."""
 _TIES = 64  # domains compared for tightness among those that take a gang first
 
 
@@ -192,9 +194,9 @@ class RoomProfile:
             for name, amount in pod.requests.items():
                 usage[name] = usage.get(name, 0) + amount
             counts[node] = counts.get(node, 0) + 1
-        changed: set[tuple[int, int, tuple[Shape, str | None]]] = set()
+        changed: _Changes = {}
         for node, usage in by_node.items():
-            changed.update(self._take(node, usage, counts[node], end))
+            self._take(node, usage, counts[node], end, changed)
             if end != FOREVER:
                 insort(self.leaving.setdefault(node, []), (end, group),
                        key=lambda item: item[0])  # fmt: skip
@@ -203,36 +205,41 @@ class RoomProfile:
     def lift(self, nodes: Sequence[int], sign: int) -> None:
         """Holds on these nodes lifted (sign 1) or put back (-1), as `CycleState.hold`
         with the sign turned: a gang is estimated with its own holds lifted."""
-        changed: set[tuple[int, int, tuple[Shape, str | None]]] = set()
+        changed: _Changes = {}
         for node in nodes:
-            changed.update(self._take(node, {}, -sign * HELD_PODS, FOREVER))
+            self._take(node, {}, -sign * HELD_PODS, FOREVER, changed)
         self._refresh(changed)
 
     def _take(
-        self, node: int, usage: dict[str, int], pods: int, end: float
-    ) -> list[tuple[int, int, tuple[Shape, str | None]]]:
-        """Resources and pod slots taken on the node from now until `end`; the levels'
-        domains it changed."""
+        self, node: int, usage: dict[str, int], pods: int, end: float, changed: _Changes
+    ) -> None:
+        """Resources and pod slots taken on the node from now until `end`; what that
+        changes in each level's domain of it is added to `changed`."""
         steps = self._steps(node)
         split = steps.split(end)
-        before = {key: _counts_split(rooms, node, split) for key, rooms in self.shapes.items()}
-        for at, moment in enumerate(steps.times):
-            if moment >= end:
-                break
+        cut = bisect_left(steps.times, end)  # the steps that change
+        for at in range(cut):
             if usage:
                 free = dict(steps.free[at])
                 for name, amount in usage.items():
                     free[name] = free.get(name, 0) - amount
                 steps.free[at] = free
             steps.pods[at] -= pods
-        found = []
         for key, rooms in self.shapes.items():
-            found.extend(self._recount(rooms, key, node, before[key]))
-        return found
+            if rooms.static[node] is None:
+                self._recount(rooms, key, node, split, cut, pods > 0, changed)
 
-    def _refresh(self, changed: set[tuple[int, int, tuple[Shape, str | None]]]) -> None:
-        for level, domain, key in changed:
-            self.shapes[key].levels[level].changed(domain)
+    def _refresh(self, changed: _Changes) -> None:
+        """Each changed domain's room gets the changes of all its nodes at once (the
+        nodes of a gang share their domains, and mostly their moments)."""
+        for (key, depth, domain), events in changed.items():
+            level = self.shapes[key].levels[depth]
+            merged: dict[float, int] = {}
+            for moment, delta in events:
+                merged[moment] = merged.get(moment, 0) + delta
+            moments = sorted(m for m, d in merged.items() if d)
+            level.steps[level.position[domain]].add(moments, [merged[m] for m in moments])
+            level.changed(domain)
 
     def _release(self, node: int, pod: PodInfo, end: float) -> None:
         steps = self._steps(node)
@@ -260,30 +267,42 @@ class RoomProfile:
                 for free, pods in zip(steps.free, steps.pods, strict=True)]  # fmt: skip
 
     def _recount(
-        self, rooms: _ShapeRooms, key: tuple[Shape, str | None], node: int, before: list[int]
-    ) -> list[tuple[int, int, tuple[Shape, str | None]]]:
-        """The node's fit counts anew; each level's domain of it gets the difference."""
-        steps = self.nodes[node]
-        if rooms.static[node] is not None:
-            return []
-        after = rooms.counts[node] = self._fits(rooms, node)
+        self,
+        rooms: _ShapeRooms,
+        key: tuple[Shape, str | None],
+        node: int,
+        split: int,
+        cut: int,
+        taking: bool,
+        changed: _Changes,
+    ) -> None:
+        """The node's fit counts anew for its first `cut` steps (the rest did not
+        change; `taking`: they only lost room); each level's domain of it gets the
+        difference."""
+        steps, requests = self.nodes[node], rooms.shape.requests
+        before = _counts_split(rooms, node, split)
+        if taking and not any(before[:cut]):  # it took no such pod then: nor will it now
+            rooms.counts[node] = before
+            return
+        after = [fit_count(steps.free[at], steps.pods[at], requests) for at in range(cut)]
+        rooms.counts[node] = after + before[cut:]
         times: list[float] = []
         deltas: list[int] = []
         previous = 0
-        for moment, new, was in zip(steps.times, after, before, strict=True):
-            if new - was != previous:
-                times.append(moment)
-                deltas.append(new - was - previous)
-                previous = new - was
+        for at, new in enumerate(after):
+            if new - before[at] != previous:
+                times.append(steps.times[at])
+                deltas.append(new - before[at] - previous)
+                previous = new - before[at]
+        if previous and cut < len(steps.times):
+            times.append(steps.times[cut])
+            deltas.append(-previous)
         if not times:
-            return []
+            return
         ancestors = rooms.tree.node_ancestors[node]
-        found = []
-        for depth, level in rooms.levels.items():
-            domain = ancestors[depth + 1]
-            level.steps[level.position[domain]].add(times, deltas)
-            found.append((depth, domain, key))
-        return found
+        events = list(zip(times, deltas, strict=True))
+        for depth in rooms.levels:
+            changed.setdefault((key, depth, ancestors[depth + 1]), []).extend(events)
 
     def _rooms(self, shape: Shape, topology: str | None) -> _ShapeRooms:
         key = (shape, topology)
