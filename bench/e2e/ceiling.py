@@ -28,11 +28,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kubernetes_asyncio import client as k8s
-
 from phalanx.config.settings import Settings
 from phalanx.operator.binder import binding_body
-from phalanx.operator.kube.client import Api, KubeApi, load_configuration, pod_path
+from phalanx.operator.kube.client import Api, KubeApi, api_client, load_configuration, pod_path
 from phalanx.operator.writes import connections_needed
 
 READY = "ready"
@@ -63,7 +61,7 @@ async def bind_all(api: Api, plan: Sequence[Row], concurrency: int) -> list[str]
 async def run(kubeconfig: str, plan: list[Row], concurrency: int, linger: bool) -> int:
     configuration = await load_configuration(kubeconfig)
     configuration.connection_pool_maxsize = connections_needed(concurrency)
-    api = KubeApi(k8s.ApiClient(configuration), None, Settings().timeouts.api_request_seconds)
+    api = KubeApi(api_client(configuration), None, Settings().timeouts.api_request_seconds)
     print(READY, flush=True)
     began = time.monotonic()
     failures = await bind_all(api, plan, concurrency)

@@ -247,3 +247,44 @@ async def test_a_cycle_that_places_nothing_reports_the_queue_at_once():
     assert result.bindings == () and queue_status_sent(api) is not None
     api.release.set()
     assert await scheduler.settle(timeout=5)
+
+
+async def test_bookkeeping_waits_for_the_bindings_while_a_plan_does_not():
+    """A gang's Running status and its Events leave the API server to the bindings; its
+    plan, which the bindings wait for, goes at once; the bookkeeping follows when the
+    bindings are answered, its status changes meanwhile written once."""
+    api = HeldApi()
+    writes = Writes(api, AssumedPods(60), 8, clock=lambda: 1000.0)
+    group = podgroup(min_member=2)
+    assignments = {"ns/a": "n1", "ns/b": "n1"}
+    plan: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    writes.status("podgroups", group, {"phase": "Scheduling"}, recorded=plan)
+    writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, plan,
+                     then=lambda outcome: asyncio.sleep(0))
+    writes.status("podgroups", group, {"phase": "Placed"})
+    writes.event(Event(group, "Normal", "Placed", "placed"))
+    await turns()
+    assert api.started == 1  # the plan only: bookkeeping waits for the bindings
+    writes.status("podgroups", group, {"phase": "Running"})  # replaces the queued one
+    api.release.set()
+    assert await writes.settle(timeout=5)
+    statuses = [b["status"]["phase"] for m, p, b in api.calls if p.endswith("/status")]
+    assert statuses == ["Scheduling", "Running"]
+    paths = [p for _, p, _ in api.calls]
+    last_binding = max(i for i, p in enumerate(paths) if p.endswith("/binding"))
+    assert paths.index(next(p for p in paths if p.endswith("/events"))) > last_binding
+
+
+async def test_bookkeeping_waits_no_longer_than_its_bound(monkeypatch: Any) -> None:
+    monkeypatch.setattr("phalanx.operator.binder.BOOKKEEPING_WAIT", 0.05)
+    api = HeldApi()
+    writes = Writes(api, AssumedPods(60), 8, clock=lambda: 1000.0)
+    writes.bind_gang("ns/pg", {"ns/a": "n1"}, {"ns/a": {}}, None,
+                     then=lambda outcome: asyncio.sleep(0))
+    writes.status("podgroups", podgroup(min_member=1), {"phase": "Placed"})
+    await turns()
+    assert api.started == 1  # the binding, held by the API server
+    await asyncio.sleep(0.2)  # past the bound (real time: asyncio's own timeout)
+    assert api.started == 2  # the status went although the binding is still unanswered
+    api.release.set()
+    assert await writes.settle(timeout=5)

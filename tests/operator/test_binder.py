@@ -138,8 +138,9 @@ def small_gangs(count: int, size: int, prefix: str) -> list[tuple[str, dict[str,
 async def test_slow_replies_leave_fewer_bindings_in_flight_for_the_next_gangs():
     api = FakeApi()
     api.delay = 0  # the replies in the order sent, as a server busy with them alone
-    binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
-    assert binder.in_flight_limit == 64  # a quarter of the ceiling at first
+    binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5,
+                        first_limit=64)
+    assert binder.in_flight_limit == 64
     await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(40, 8, "a")))
     assert binder.in_flight_limit == 32  # a quarter less every other window, to the floor
     api.max_in_flight = 0
@@ -150,7 +151,8 @@ async def test_slow_replies_leave_fewer_bindings_in_flight_for_the_next_gangs():
 async def test_a_gang_going_alone_sends_every_pod_at_once_whatever_the_bound():
     api = FakeApi()
     api.delay = 0  # the replies in the order sent, as a server busy with them alone
-    binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5)
+    binder = GangBinder(api, AssumedPods(60), 256, ticking(), reply_target_seconds=0.5,
+                        first_limit=64)
     await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(40, 8, "a")))
     assert binder.in_flight_limit == 32
     api.max_in_flight = 0
@@ -167,11 +169,12 @@ async def test_quick_replies_while_gangs_wait_raise_the_bound_to_the_ceiling():
 
 
 async def test_a_gang_that_fits_the_starting_bound_shares_it_while_the_bound_climbs():
-    """Alone from half the configured bound, not half the limit: while the limit starts at
-    a quarter of it, a gang of 40 (more than half of 64, less than half of 256) is sent
+    """Alone from half the configured bound, not half the limit: while the limit is at a
+    quarter of it, a gang of 40 (more than half of 64, less than half of 256) is sent
     beside a smaller one rather than waiting for the pipe to drain and holding it."""
     api = FakeApi()
-    binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5)
+    binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5,
+                        first_limit=64)
     assert binder.in_flight_limit == 64
     small = {f"ns/s{i}": "n1" for i in range(10)}
     await asyncio.gather(
@@ -181,9 +184,18 @@ async def test_a_gang_that_fits_the_starting_bound_shares_it_while_the_bound_cli
     assert binder.in_flight == 0
 
 
-async def test_a_gang_larger_than_the_limit_still_goes_alone_with_every_pod_at_once():
+async def test_the_bound_starts_whole_so_a_backlog_is_bound_at_full_rate_at_once():
     api = FakeApi()
     binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5)
+    assert binder.in_flight_limit == 256
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(32, 8, "g")))
+    assert api.max_in_flight == 256  # every gang's bindings out together from the start
+
+
+async def test_a_gang_larger_than_the_limit_still_goes_alone_with_every_pod_at_once():
+    api = FakeApi()
+    binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5,
+                        first_limit=64)
     small = {f"ns/s{i}": "n1" for i in range(10)}
     await asyncio.gather(
         binder.place_gang("ns/small", small, {k: pod(k.split("/")[1]) for k in small}),

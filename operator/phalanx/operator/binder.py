@@ -17,6 +17,7 @@ pods have a controller if it stays partial past its deadline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 import time
@@ -33,6 +34,10 @@ from phalanx.operator.in_flight_limit import InFlightLimit
 from phalanx.operator.kube.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.pods import is_gated
 from phalanx.operator.slots import Burst, GangSlots
+
+# The longest a status write or an Event waits for the bindings to drain: a 1,000-node
+# backlog's bindings take about ten seconds on this 2-core machine.
+BOOKKEEPING_WAIT = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,11 +77,16 @@ class GangBinder:
         clock: Callable[[], float] = time.time,
         reply_target_seconds: float | None = None,
         assumed_claims: AssumedClaims | None = None,
+        first_limit: int | None = None,
     ) -> None:
         self._api = api
         self._assumed = assumed
         self.assumed_claims = assumed_claims or AssumedClaims(math.inf)
-        self._limit = (InFlightLimit(concurrency, reply_target_seconds)
+        # from the whole bound unless told (`first_limit`): climbing from a quarter of it
+        # took the first ~5 s of a 1,000-node backlog at a third of the API server's rate
+        # (bench.e2e, server-side times); slow replies still shrink it (in_flight_limit.py)
+        self._limit = (InFlightLimit(concurrency, reply_target_seconds,
+                                     start=first_limit or concurrency)
                        if reply_target_seconds is not None else None)
         # alone from half the configured bound, not half the adaptive limit (slots.py)
         self._slots = GangSlots(self._limit.limit if self._limit else concurrency,
@@ -89,6 +99,8 @@ class GangBinder:
         self.high_water = 8 * concurrency
         self._room = asyncio.Event()
         self._room.set()
+        self._idle = asyncio.Event()  # no pod waits for its write
+        self._idle.set()
 
     async def room(self) -> None:
         """Return once at most `low_water` pods wait for their write. Deciding more while
@@ -102,12 +114,23 @@ class GangBinder:
         for `room()` as well (see `SchedulingLoop`)."""
         return self.in_flight > self.high_water
 
+    async def quiet(self) -> None:
+        """Return once no pod waits for its binding, or after `BOOKKEEPING_WAIT` seconds:
+        status writes and Events wait here (background.py), so the bindings have the API
+        server to themselves, and bookkeeping is never later than that."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), BOOKKEEPING_WAIT)
+
     def _track(self, pods: int) -> None:
         self.in_flight += pods
         if self.in_flight > self.low_water:
             self._room.clear()
         else:
             self._room.set()
+        if self.in_flight > 0:
+            self._idle.clear()
+        else:
+            self._idle.set()
 
     def place_gang(
         self,

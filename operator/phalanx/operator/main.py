@@ -26,6 +26,7 @@ from phalanx.operator.kube.client import (
     UPSTREAM_GROUP_VERSIONS,
     Api,
     KubeApi,
+    api_client,
     api_path,
     connection_info,
     group_path,
@@ -73,7 +74,7 @@ class Operator:
         self.configuration = configuration
         self.stores: dict[Kind, Store] = {}
         self.cache = ClusterCache(self.stores)
-        self.api_client = k8s.ApiClient(configuration)
+        self.api_client = api_client(configuration)
         self.api: Api = KubeApi(
             self.api_client, self.metrics, settings.timeouts.api_request_seconds
         )

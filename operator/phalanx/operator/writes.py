@@ -50,6 +50,10 @@ OnEviction = Callable[[VictimsEvicted], Awaitable[None]]
 WATCH_CONNECTIONS = 16
 
 
+# Statuses written once a cycle, not once a gang: never held back for the bindings.
+SUMMARIES = ("queues", "networktopologies")
+
+
 def background_concurrency(binding_concurrency: int) -> int:
     """Status writes, Events and deletions in flight: a quarter of the bindings' share."""
     return max(4, binding_concurrency // 4)
@@ -88,7 +92,8 @@ class Writes:
         self.binder = GangBinder(api, assumed, concurrency, clock, reply_target_seconds,
                                  assumed_claims)
         self.evictor = Evictor(api, eviction, clock)
-        self.background = BackgroundWrites(background_concurrency(concurrency))
+        self.background = BackgroundWrites(background_concurrency(concurrency),
+                                           quiet=self.binder.quiet)
         self.events = EventRecorder(api)
         self.counts = WriteCounts()
         self._offered: dict[str, Mapping[str, Any]] = {}  # status ref -> last status offered
@@ -175,7 +180,8 @@ class Writes:
                     recorded.set_result(ok)  # the gang's bindings wait for this, not Events
                 await self._post(unposted)
 
-        self.background.offer(ref, write, keep=recorded is not None)
+        self.background.offer(ref, write, keep=recorded is not None,
+                              bookkeeping=plural not in SUMMARIES)
 
     async def _post(self, events: Sequence[Event]) -> None:
         for event in events:
@@ -232,7 +238,7 @@ class Writes:
         async def post() -> None:
             await self.events.post(event, self._clock())
 
-        self.background.spawn(self.background.bounded(post), name="event")
+        self.background.spawn(self.background.bounded(post, bookkeeping=True), name="event")
 
     def delete_pod(self, pod_key: str) -> None:
         """Delete a pod in the background (its controller recreates it)."""
