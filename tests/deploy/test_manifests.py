@@ -119,6 +119,7 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
             )
             for v in ("get", "list", "watch")
         }
+        | {("batch", "jobs", "patch"), ("jobset.x-k8s.io", "jobsets", "patch")}  # limits
         | {("scheduling.k8s.io", "podgroups/status", v) for v in ("get", "patch")}
         | {
             ("resource.k8s.io", r, v)

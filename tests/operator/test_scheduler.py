@@ -297,9 +297,9 @@ async def test_a_partial_upstream_gang_is_released_after_its_timeout_and_says_so
                if p.endswith("/events") and b["reason"] == "PartialGangReleased"]
     assert event["involvedObject"]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
     assert event["involvedObject"]["name"] == "up"
-    [status] = [b["status"] for m, p, b in api.calls
-                if p == "/apis/scheduling.k8s.io/v1alpha2/namespaces/ns/podgroups/up/status"]
-    [said] = status["conditions"]
+    *_, status = [b["status"] for m, p, b in api.calls
+                  if p == "/apis/scheduling.k8s.io/v1alpha2/namespaces/ns/podgroups/up/status"]
+    [said] = [c for c in status["conditions"] if c["type"] == "PodGroupScheduled"]
     assert (said["type"], said["status"], said["reason"]) == (
         "PodGroupScheduled", "False", "Unschedulable")
     assert said["message"] == event["message"]

@@ -93,10 +93,12 @@ def placement_message(placement: Mapping[str, Any]) -> str:
 
 
 def condition(
-    kind: str, ok: bool, reason: str, message: str, now: float, generation: int,
+    kind: str, ok: bool | None, reason: str, message: str, now: float, generation: int,
     previous: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    status = "True" if ok else "False"
+    """A status condition (`ok` None: status Unknown), its lastTransitionTime kept from
+    `previous` while its status stays."""
+    status = "Unknown" if ok is None else "True" if ok else "False"
     before = next((c for c in previous if c.get("type") == kind), None)
     kept = before.get("lastTransitionTime") if before and before.get("status") == status else None
     return {
@@ -138,7 +140,7 @@ def podgroup_status(
     scheduled = placed >= min_member
     failing = not scheduled and decision.code in FAILING
     phase = group_phase(counts, min_member, placed, admitted, previous.get("phase"), failing)
-    over_limit = _over_limit(timing, now, generation, conditions_before)
+    over_limit = over_limit_condition(timing, now, generation, conditions_before)
     if over_limit is not None and phase == "Unknown" and not counts["pending"] + counts["running"]:
         phase = "Failed"
     # The pods of a finished group were cleaned up: it keeps what it said when it ran.
@@ -183,12 +185,13 @@ def podgroup_status(
     }
 
 
-def _over_limit(
+def over_limit_condition(
     timing: Timing, now: float, generation: int, previous: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     """Condition `RuntimeLimitExceeded` (True, the core's message) from the cycle that
     evicts the gang for its runtime limit on; like a Job's DeadlineExceeded it stays, the
-    record of why the gang's pods went. None while the gang never ran past its limit."""
+    record of why the gang's pods went. None while the gang never ran past its limit.
+    Kubernetes' own PodGroups get the same condition (upstream_status.py)."""
     if timing.over_limit is not None:
         return condition(RUNTIME_LIMIT_EXCEEDED, True, RUNTIME_LIMIT_EXCEEDED,
                          timing.over_limit, now, generation, previous)

@@ -1,10 +1,12 @@
 """Carrying out the core's evictions: each victim group's pods through the Eviction API
 in the background (a pod condition first), then booked (`EvictionBook`: accepted,
 refused by a PodDisruptionBudget, failed), counted and said in Events on the victim's
-and the preemptor's groups."""
+and the preemptor's groups. A gang evicted for its runtime limit stops its workload first
+(workload_stop.py), so no controller makes its pods again."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
@@ -13,12 +15,14 @@ from phalanx.core.model.eviction import Eviction, EvictionReason
 from phalanx.core.model.names import GPU
 from phalanx.core.snapshot.gpus import MILLI
 from phalanx.core.snapshot.picture import Snapshot
+from phalanx.core.timeline.limits import limit_of
 from phalanx.observe.logging import group_context
 from phalanx.observe.metrics import Metrics
 from phalanx.operator.cache import Body, ClusterCache, Kind
 from phalanx.operator.compose import eviction_event, eviction_refused_event
 from phalanx.operator.evictions import EvictionBook
-from phalanx.operator.evictor import VictimsEvicted, victims_of
+from phalanx.operator.evictor import Victims, VictimsEvicted, victims_of
+from phalanx.operator.workload_stop import WorkloadStopper
 from phalanx.operator.writes import Writes
 
 log = structlog.get_logger("phalanx.operator")
@@ -28,12 +32,14 @@ class EvictionWrites:
     """The evictions of the cycles, as `Scheduler` hands them over."""
 
     def __init__(self, cache: ClusterCache, writes: Writes, evicting: EvictionBook,
-                 metrics: Metrics, clock: Callable[[], float]) -> None:
+                 metrics: Metrics, clock: Callable[[], float],
+                 stopper: WorkloadStopper | None = None) -> None:
         self._cache = cache
         self._writes = writes
         self._evicting = evicting
         self._metrics = metrics
         self._clock = clock
+        self._stopper = stopper
 
     def evict(
         self, evictions: Sequence[Eviction], snapshot: Snapshot, pods: Mapping[str, Body]
@@ -58,7 +64,20 @@ class EvictionWrites:
             async def done(outcome: VictimsEvicted) -> None:
                 self._evicted(outcome, gpus)
 
-            self._writes.evict(victims, pods, done)
+            self._writes.evict(self._stopping(victims, snapshot, pods), pods, done)
+
+    def _stopping(
+        self, victims: Victims, snapshot: Snapshot, pods: Mapping[str, Body]
+    ) -> Victims:
+        """A gang evicted for its runtime limit stops its workload before its pods go."""
+        if (self._stopper is None or victims.reason is not EvictionReason.RUNTIME_LIMIT
+                or victims.group is None):
+            return victims
+        index = snapshot.index
+        limit = limit_of(index.groups.get(victims.group), index.queues)
+        bodies = [pods[key] for key in victims.pods if key in pods]
+        before = self._stopper.before_eviction(self._group_body(victims.group), bodies, limit)
+        return victims if before is None else dataclasses.replace(victims, before=before)
 
     def _evicted(self, outcome: VictimsEvicted, gpus: Mapping[str, float]) -> None:
         """Book what the API server answered, count it, and say it on the groups."""

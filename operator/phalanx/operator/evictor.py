@@ -35,13 +35,17 @@ Bounded = Callable[[Callable[[], Awaitable[Reply]]], Awaitable[Reply]]
 
 @dataclasses.dataclass(frozen=True)
 class Victims:
-    """The pods one preemptor evicts from one victim group (or one lone pod), one reason."""
+    """The pods one preemptor evicts from one victim group (or one lone pod), one reason.
+    `before`: run once no budget refuses, before the first pod is evicted (a gang past its
+    runtime limit stops its workload then, so its controller makes no pod again)."""
 
     group: GroupKey | None
     preemptor: GroupKey
     reason: EvictionReason
     message: str
     pods: tuple[str, ...]
+    before: Callable[[Bounded], Awaitable[None]] | None = dataclasses.field(
+        default=None, compare=False)
 
 
 def victims_of(evictions: Sequence[Eviction]) -> list[Victims]:
@@ -103,6 +107,8 @@ class Evictor:
             refused = await self._dry_run(present, bounded)
             if refused:
                 return VictimsEvicted(victims, refused=refused, gone=gone)
+        if victims.before is not None and present:
+            await victims.before(bounded)
         replies = await asyncio.gather(
             *(self._evict_pod(key, body, victims.message, bounded) for key, body in present.items())
         )

@@ -48,6 +48,8 @@ class Releases:
             event = Event(group, "Warning", release.reason, release.message, topic="partial")
             for key in release.pods:
                 self._writes.delete_pod(key)
+            if is_upstream(group):  # on what this cycle's report offered, if anything
+                group = self._writes.as_offered(UPSTREAM_PODGROUPS, group)
             status = released_status(group, event.message, result.now) if (
                 release.pods and is_upstream(group)) else None
             if status is None:

@@ -101,7 +101,8 @@ class Reports:
     ) -> list[tuple[str, str]]:
         """Write each PodGroup's status and Events; returns (queue, phase) per group.
         Kubernetes' own PodGroups (`upstream`) get their condition as kube-scheduler
-        writes it; a Phalanx PodGroup of the same name is the one the group was read from.
+        writes it, and RuntimeLimitExceeded / ExpectedStart conditions; a Phalanx
+        PodGroup of the same name is the one the group was read from.
         `estimated`: the cycle estimated starts (`result.expected_starts`), which replace
         the groups' `status.expectedStart`; other cycles leave it as it is."""
         phases: list[tuple[str, str]] = []
@@ -111,18 +112,18 @@ class Reports:
                       if e.reason is EvictionReason.RUNTIME_LIMIT and e.group is not None}
         for decision in result.groups:
             group = groups.get(decision.group)
+            timing = Timing(estimated, expected.get(decision.group),
+                            over_limit.get(decision.group))
             if group is None and upstream and not decision.implicit:
-                self._offer_upstream(upstream.get(decision.group), decision, now)
+                self._offer_upstream(upstream.get(decision.group), decision, now, timing)
                 for child in children.get(decision.group, ()):
-                    self._offer_upstream(child, decision, now)
+                    self._offer_upstream(child, decision, now, timing)
             if group is None or decision.implicit:
                 continue
             if decision.held:  # not tried this cycle: nothing changed
                 phases.append((decision.queue, (group.get("status") or {}).get("phase", "Pending")))
                 continue
             with group_context(decision.group, decision.queue):
-                timing = Timing(estimated, expected.get(decision.group),
-                                over_limit.get(decision.group))
                 desired = podgroup_status(
                     self._writes.as_offered("podgroups", group), decision, now, timing)
                 phases.append((decision.queue, desired["phase"]))
@@ -147,10 +148,15 @@ class Reports:
         events = group_events(group, desired, decision, self._config)
         self._writes.status("podgroups", group, desired, events, recorded)
 
-    def _offer_upstream(self, group: Body | None, decision: GroupDecision, now: float) -> None:
+    def _offer_upstream(
+        self, group: Body | None, decision: GroupDecision, now: float, timing: Timing
+    ) -> None:
+        """Kubernetes' own PodGroup: its scheduling condition as kube-scheduler writes it,
+        and what a Phalanx PodGroup says about time, as conditions (upstream_status.py)."""
         if group is None or decision.held:
             return
-        report = upstream_report(group, decision, now)
+        group = self._writes.as_offered(UPSTREAM_PODGROUPS, group)
+        report = upstream_report(group, decision, now, timing)
         if report.status is not None and self._writes.status_changes(
                 UPSTREAM_PODGROUPS, group, report.status):
             self._writes.status(UPSTREAM_PODGROUPS, group, report.status, report.events)

@@ -57,6 +57,7 @@ from phalanx.operator.releases import Releases
 from phalanx.operator.reports import Reports
 from phalanx.operator.webhook_missed import MissedPods
 from phalanx.operator.workload_gangs import WorkloadGangs
+from phalanx.operator.workload_stop import WorkloadStopper
 from phalanx.operator.writes import Writes
 
 log = structlog.get_logger("phalanx.operator")
@@ -98,7 +99,8 @@ class Scheduler:
         self.missed_pods = MissedPods(self.writes)
         self.gangs = GangWrites(cache, self.writes, self.plans, self.metrics,
                                 self.workload_gangs)
-        self.evictions = EvictionWrites(cache, self.writes, self.evicting, self.metrics, clock)
+        self.evictions = EvictionWrites(cache, self.writes, self.evicting, self.metrics, clock,
+                                        WorkloadStopper(api, cache, self.writes.event))
         self.releases = Releases(self.writes)
         self.usage = UsageBook(settings.fair_sharing.usage_half_life_seconds,
                                settings.fair_sharing.usage_write_seconds)
@@ -164,8 +166,9 @@ class Scheduler:
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         upstream = {object_key(g): g for kind in (Kind.UPSTREAM_COMPOSITE, Kind.UPSTREAM_POD_GROUP)
                     for g in self.cache.objects(kind)}  # a PodGroup wins a shared name
-        self.releases.release_partial(result, snapshot, {**upstream, **groups}, pods)
         phases = self.reports.groups(result, groups, now, upstream, estimated=estimate)
+        # after the reports: a released upstream gang's status is composed on theirs
+        self.releases.release_partial(result, snapshot, {**upstream, **groups}, pods)
         self.reports.missing_groups(result, lambda key: group_pods(snapshot, key, pods))
         if self.settings.webhook.enabled:
             await self.missed_pods.report(view.get(Kind.POD, {}), groups, now)
