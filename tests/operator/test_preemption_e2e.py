@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +37,7 @@ from phalanx.cluster import LocalCluster, binaries
 from phalanx.cluster.labels import HOLD_TERMINATION_ANNOTATION, TOPOLOGY_LEAF
 from phalanx.kubectl.main import main as kubectl_phalanx
 from phalanx.operator.main import Operator
+from pod_history import PodHistory
 
 pytestmark = pytest.mark.e2e
 
@@ -71,38 +70,6 @@ def queues(cluster: LocalCluster) -> Iterator[None]:
     yield
     cluster.kubectl("delete", "queues.scheduling.phalanx.io", *names, "--ignore-not-found",
                     check=False)
-
-
-class PodHistory:
-    """Every version of the namespace's pods, from a watch (`kubectl get -w`)."""
-
-    def __init__(self, cluster: LocalCluster, namespace: str, path: Path) -> None:
-        self._path = path
-        self._out = path.open("w")
-        self._process = subprocess.Popen(
-            [str(binaries.binary("kubectl", cluster.bin_dir)), f"--kubeconfig={cluster.kubeconfig}",
-             "get", "pods",
-             "-n", namespace, "--watch", "--output-watch-events", "-o", "json"],
-            stdout=self._out, stderr=subprocess.DEVNULL)
-
-    def stop(self) -> None:
-        self._process.terminate()
-        self._process.wait(10)
-        self._out.close()
-
-    def versions(self, name: str) -> list[dict[str, Any]]:
-        text, decoder, found, at = self._path.read_text(), json.JSONDecoder(), [], 0
-        while True:
-            while at < len(text) and text[at].isspace():
-                at += 1
-            if at >= len(text):
-                return found
-            try:
-                event, at = decoder.raw_decode(text, at)
-            except ValueError:  # a version being written
-                return found
-            if event["object"]["metadata"]["name"] == name:
-                found.append(event["object"])
 
 
 def low_gangs(gated: bool, classes: dict[int, str] | None = None) -> list[dict[str, Any]]:

@@ -24,12 +24,12 @@ from operator_e2e import (
     members,
     pods_in,
 )
-from test_preemption_e2e import PodHistory
 
 from operator_thread import operator_in_thread
 from phalanx.cluster import LocalCluster
 from phalanx.operator.kube.client import load_configuration
 from phalanx.operator.main import Operator
+from pod_history import PodHistory
 
 pytestmark = pytest.mark.e2e
 

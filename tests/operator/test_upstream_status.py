@@ -7,8 +7,9 @@ from typing import Any
 from operator_fakes import FakeApi
 
 from phalanx.core.model.names import GroupKey
-from phalanx.core.model.result import GroupDecision
+from phalanx.core.model.result import ExpectedStart, GroupDecision
 from phalanx.core.model.status import Reason, StatusCode
+from phalanx.operator.compose import Timing
 from phalanx.operator.events import EventRecorder
 from phalanx.operator.upstream_status import released_status, upstream_report
 
@@ -113,3 +114,79 @@ async def test_numbers_alone_rewrite_the_condition_not_the_warning() -> None:
     for event in upstream_report(body, other, NOW).events:  # a new reason is news
         await recorder.post(event, NOW)
     assert recorder.posted == 2
+
+
+# -- time (#31): what a Phalanx PodGroup says, as conditions --------------------------------
+
+LIMIT = "ran past its runtime limit of 3600s (started at 00:00 UTC)"
+
+
+def kinds(status: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    assert status is not None
+    return {c["type"]: c for c in status["conditions"]}
+
+
+def estimate(at: float | None, *waits: str) -> Timing:
+    message = ("expected to start by 08:00 UTC, when 1 gang reaches its limit" if at is not None
+               else "start unknown: it needs room held by work with no runtime limit")
+    found = ExpectedStart(GroupKey("ml/pg"), at, tuple(GroupKey(w) for w in waits), message)
+    return Timing(estimated=True, expected=found)
+
+
+def test_a_gang_evicted_for_its_limit_gets_the_condition_and_keeps_it() -> None:
+    scheduled = scheduled_condition(upstream_report(group(), PLACED, NOW).status)
+    report = upstream_report(group(scheduled), PLACED, NOW + 60, Timing(over_limit=LIMIT))
+    said = kinds(report.status)["RuntimeLimitExceeded"]
+    assert (said["status"], said["reason"], said["message"]) == (
+        "True", "RuntimeLimitExceeded", LIMIT)
+    assert said["observedGeneration"] == 2
+    assert report.events == ()  # the eviction's own Event says it (eviction_writes.py)
+    later = upstream_report(group(scheduled, said), NO_FIT, NOW + 120)
+    assert later.status is None or kinds(later.status)["RuntimeLimitExceeded"] == said
+
+
+def test_a_waiting_gang_shows_its_expected_start_with_the_time_and_whom_it_waits_for() -> None:
+    at = NOW  # 2027-01-15T08:00:00Z
+    report = upstream_report(group(), NO_FIT, NOW, estimate(at, "ml/big", "ml/other"))
+    said = kinds(report.status)["ExpectedStart"]
+    assert (said["status"], said["reason"]) == ("True", "Estimated")
+    assert said["message"] == ("expected to start by 08:00 UTC, when 1 gang reaches its limit "
+                               "(at 2027-01-15T08:00:00Z); waits for ml/big, ml/other")
+    # the same estimate again writes nothing; the scheduling Event is not repeated for it
+    shown = group(*report.status["conditions"])  # type: ignore[index]
+    assert upstream_report(shown, NO_FIT, NOW + 1, estimate(at, "ml/big", "ml/other")).status \
+        is None
+    moved = upstream_report(shown, NO_FIT, NOW + 2, estimate(at + 60, "ml/big"))
+    assert kinds(moved.status)["ExpectedStart"]["lastTransitionTime"] == said[
+        "lastTransitionTime"]  # still True: the same transition
+    assert moved.events == ()
+
+
+def test_an_estimate_names_a_few_groups_and_counts_the_rest() -> None:
+    waits = [f"ml/g{i}" for i in range(11)]
+    report = upstream_report(group(), NO_FIT, NOW, estimate(NOW + 60, *waits))
+    assert kinds(report.status)["ExpectedStart"]["message"].endswith(
+        "waits for ml/g0, ml/g1, ml/g2, ml/g3, ml/g4, ml/g5, ml/g6, ml/g7 and 3 more")
+
+
+def test_no_estimate_is_unknown_never_a_made_up_time() -> None:
+    report = upstream_report(group(), NO_FIT, NOW, estimate(None))
+    said = kinds(report.status)["ExpectedStart"]
+    assert (said["status"], said["reason"]) == ("Unknown", "StartUnknown")
+    assert said["message"] == "start unknown: it needs room held by work with no runtime limit"
+
+
+def test_the_expected_start_goes_once_scheduled_and_stays_between_estimates() -> None:
+    waiting = upstream_report(group(), NO_FIT, NOW, estimate(NOW + 60))
+    shown = group(*kinds(waiting.status).values())
+    assert upstream_report(shown, NO_FIT, NOW + 1).status is None  # no estimate this cycle
+    placed = upstream_report(shown, PLACED, NOW + 2)
+    assert "ExpectedStart" not in kinds(placed.status)
+    assert kinds(placed.status)["PodGroupScheduled"]["status"] == "True"
+
+
+def test_other_writers_conditions_are_kept() -> None:
+    theirs = {"type": "DisruptionTarget", "status": "False", "reason": "None", "message": "",
+              "lastTransitionTime": "2027-01-01T00:00:00Z"}
+    report = upstream_report(group(theirs), NO_FIT, NOW, estimate(NOW + 60))
+    assert kinds(report.status)["DisruptionTarget"] == theirs

@@ -18,9 +18,11 @@ FAST = Settings(debounce_seconds=0.1, max_delay_seconds=0.5, cycle_period_second
                 partial_grace_seconds=5.0, discovery_period_seconds=1.0)
 
 
-def running_operator(cluster: LocalCluster, name: str) -> Iterator[Operator]:
+def running_operator(
+    cluster: LocalCluster, name: str, settings: Settings = FAST
+) -> Iterator[Operator]:
     async def make() -> Operator:
-        return Operator(await load_configuration(str(cluster.kubeconfig)), FAST)
+        return Operator(await load_configuration(str(cluster.kubeconfig)), settings)
 
     with operator_in_thread(make, name) as operator:
         yield operator
@@ -37,6 +39,13 @@ def phalanx(cluster: LocalCluster) -> Iterator[Operator]:
 def phalanx_upstream(workload_api_cluster: LocalCluster) -> Iterator[Operator]:
     """The operator on the cluster that serves Kubernetes' Workload API."""
     yield from running_operator(workload_api_cluster, "phalanx-upstream")
+
+
+@pytest.fixture
+def phalanx_upstream_estimating(workload_api_cluster: LocalCluster) -> Iterator[Operator]:
+    """The operator on the Workload API cluster, estimating starts every second (#31)."""
+    settings = FAST.model_copy(update={"estimate_interval_seconds": 1.0})
+    yield from running_operator(workload_api_cluster, "phalanx-estimating", settings)
 
 
 @pytest.fixture

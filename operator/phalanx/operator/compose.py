@@ -288,11 +288,15 @@ def _released(group: Body, desired: Mapping[str, Any], scheduled: bool) -> Event
 
 
 def eviction_event(victim: Body, evicted: VictimsEvicted) -> Event:
-    """On the victim's group (or lone pod): how many of its pods went, and for whom."""
-    count = len(evicted.evicted)
+    """On the victim's group (or lone pod): how many of its pods went, and for whom. A gang
+    past its runtime limit whose workload was stopped first may see its controller delete
+    its pods before their evictions land: those count too, as stopped."""
+    count, went = len(evicted.evicted), "evicted"
+    if evicted.victims.reason is EvictionReason.RUNTIME_LIMIT and evicted.gone:
+        count, went = count + len(evicted.gone), "stopped"
     noun = "pod" if count == 1 else "pods"
     return Event(victim, "Warning", evicted.victims.reason,
-                 f"{count} {noun} evicted: {evicted.victims.message}", topic="eviction")
+                 f"{count} {noun} {went}: {evicted.victims.message}", topic="eviction")
 
 
 def eviction_refused_event(preemptor: Body, evicted: VictimsEvicted) -> Event:

@@ -100,7 +100,8 @@ class EvictionWrites:
                      failed=len(outcome.failed), gone=len(outcome.gone))
         victim = (self._group_body(victims.group) if victims.group
                   else self._cache.get(Kind.POD, victims.pods[0]))
-        if outcome.evicted and victim is not None:
+        limit_stop = victims.reason is EvictionReason.RUNTIME_LIMIT and outcome.gone
+        if (outcome.evicted or limit_stop) and victim is not None:
             self._writes.event(eviction_event(victim, outcome))
         preemptor = self._group_body(victims.preemptor)
         if outcome.refused and preemptor is not None:

@@ -108,10 +108,11 @@ class Evictor:
             if refused:
                 return VictimsEvicted(victims, refused=refused, gone=gone)
         if victims.before is not None and present:
-            await victims.before(bounded)
-        replies = await asyncio.gather(
-            *(self._evict_pod(key, body, victims.message, bounded) for key, body in present.items())
-        )
+            replies = await self._before_then_evict(victims, present, bounded, victims.before)
+        else:
+            replies = await asyncio.gather(*(
+                self._evict_pod(key, body, victims.message, bounded)
+                for key, body in present.items()))
         evicted, refused, failed = [], {}, {}
         for key, reply in zip(present, replies, strict=True):
             if reply.ok:
@@ -133,7 +134,29 @@ class Evictor:
         return {key: reply.reason for key, reply in zip(pods, replies, strict=True)
                 if reply.status == TOO_MANY_REQUESTS}
 
+    async def _before_then_evict(
+        self, victims: Victims, present: Mapping[str, Body], bounded: Bounded,
+        before: Callable[[Bounded], Awaitable[None]],
+    ) -> list[Reply]:
+        """Every pod marked, then `before` (stopping the workload, whose controller may
+        delete the pods itself at once: they already say why), then the evictions."""
+        marks = await asyncio.gather(
+            *(self._mark(key, victims.message, bounded) for key in present))
+        await before(bounded)
+
+        async def evict(key: str, body: Body, marked: Reply) -> Reply:
+            return await self._remove(key, body, bounded) if marked.ok else marked
+
+        return list(await asyncio.gather(
+            *(evict(key, body, marked) for (key, body), marked
+              in zip(present.items(), marks, strict=True))))
+
     async def _evict_pod(self, key: str, body: Body, message: str, bounded: Bounded) -> Reply:
+        marked = await self._mark(key, message, bounded)
+        return await self._remove(key, body, bounded) if marked.ok else marked
+
+    async def _mark(self, key: str, message: str, bounded: Bounded) -> Reply:
+        """The pod's DisruptionTarget condition, saying why it goes."""
         namespace, name = key.split("/", 1)
 
         async def mark() -> Reply:
@@ -141,9 +164,10 @@ class Evictor:
                 "PATCH", pod_path(namespace, name, "status"),
                 condition_patch(message, self._clock()), STRATEGIC_MERGE_PATCH)
 
-        marked = await bounded(mark)
-        if not marked.ok:
-            return marked
+        return await bounded(mark)
+
+    async def _remove(self, key: str, body: Body, bounded: Bounded) -> Reply:
+        """The eviction (or the deletion, as the `eviction` setting says)."""
         if self._mode is EvictionMode.DELETE:
             return await bounded(lambda: self._delete(key, body))
         return await bounded(lambda: self._post_eviction(key, body, dry_run=False))
