@@ -39,12 +39,14 @@ BEGIN, END = common.markers("sim", COMMAND)
 PAGE = "docs/benchmarks/sim-results.md"
 POLICY_ORDER = (
     "phalanx", "kube-default", "kueue-like", "gang-spread", "gang-binpack", "phalanx-nobackfill",
-    "phalanx-by-size",
+    "phalanx-by-size", "phalanx-evict-always",
 )
-DEFAULT_POLICIES = POLICY_ORDER[:-2]
+DEFAULT_POLICIES = POLICY_ORDER[:-3]
 """What a workload runs unless it names its policies (`phalanx-by-size` only matters
 where jobs checkpoint: bench/workloads/checkpoints.yaml names it; `phalanx-nobackfill`
-is compared by `python -m bench.sim.backfill`)."""
+is compared by `python -m bench.sim.backfill`; `phalanx-evict-always`, without the
+preemption loss factor, where priorities preempt: priorities.yaml and
+priority-queues.yaml name it)."""
 COLORS = {
     "phalanx": "#d62728",
     "kube-default": "#7f7f7f",
@@ -53,6 +55,7 @@ COLORS = {
     "gang-binpack": "#2ca02c",
     "phalanx-nobackfill": "#8c564b",
     "phalanx-by-size": "#ff9896",
+    "phalanx-evict-always": "#e377c2",
 }
 
 

@@ -95,11 +95,16 @@ class Preemption(_Section):
     goes through the Eviction API (PodDisruptionBudgets honoured), `delete` deletes the
     pods. A pod whose eviction was refused is left to the core as refused for
     `eviction_retry_seconds` (other victims are chosen meanwhile), then tried again.
+    `loss_factor`: a gang whose start is known from runtime limits evicts only if the
+    GPU-hours it would wait until then are at least this many times the GPU-hours of work
+    its victims lose; else it waits, with room reserved at that start (0: always evict;
+    reclaim below a guarantee is never held back).
     """
 
     enabled: bool = True
     nomination_timeout_seconds: float = Field(default=300.0, gt=0)
     starvation_seconds: float = Field(default=300.0, gt=0)
+    loss_factor: float = Field(default=3.0, ge=0)
     eviction: EvictionMode = EvictionMode.EVICT
     eviction_retry_seconds: float = Field(default=60.0, gt=0)
 
@@ -264,6 +269,7 @@ class Settings(BaseSettings):
             preemption=self.preemption.enabled,
             nomination_timeout_seconds=self.preemption.nomination_timeout_seconds,
             starvation_seconds=self.preemption.starvation_seconds,
+            preemption_loss_factor=self.preemption.loss_factor,
             partial_grace_seconds=self.partial_grace_seconds,
             usage_half_life_seconds=self.fair_sharing.usage_half_life_seconds,
         )

@@ -25,7 +25,7 @@ from phalanx.core.model.clock import clock_time
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.eviction import Eviction, EvictionReason
 from phalanx.core.model.inputs import PodInfo
-from phalanx.core.model.names import GroupKey
+from phalanx.core.model.names import GPU, GroupKey
 from phalanx.core.model.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.model.status import Problem, Reason, StatusCode
 from phalanx.core.placement.gang import GangRequest
@@ -136,16 +136,44 @@ class Preemptions(Reservations):
         found = None
         if self.config.preemption:
             found = self._preempt(failure, claim)
+        costly = ""
+        if found is not None and found.units and not claim.reclaim:
+            costly = self._costs_more(failure, found)
+            if costly:
+                found = None
         if found is not None and (found.units or work.key in self.nominations):
             return self._nominate(failure, found, claim, ledger)
         problem = failure.problem  # worked out only now: evictions made no room
         if problem.code is not StatusCode.UNSCHEDULABLE:
             return self._keep_reservation(work, problem)
         explain = self.config.preemption and self.config.explain_preemption
-        note = self._why_not(failure, claim, ledger) if explain else ""
+        note = costly or (self._why_not(failure, claim, ledger) if explain else "")
         note += self._kept_out(work)
         problem = Problem(problem.code, problem.reason, problem.message + note)
         return self._reserve(failure, problem)
+
+    def _costs_more(self, failure: Failure, found: Found) -> str:
+        """Why evicting `found.units` costs more than it saves ("" if it does not): the
+        work they lose (GPU-seconds since their checkpoints, else their starts) is more
+        than the GPU-seconds the gang would wait until its expected start from runtime
+        limits, over `preemption_loss_factor` (limits overstate runtimes, so the wait
+        they give is longer than the real one). Only where the start is known and the
+        gang asks for GPUs; reclaim below a guarantee is never held back (not asked)."""
+        factor = self.config.preemption_loss_factor
+        gpus = _gpus(failure.request)
+        if factor <= 0 or gpus <= 0:
+            return ""
+        lost = sum(unit.lost for unit in found.units)
+        start = self._start_of(failure)
+        if start.at is None or lost * factor <= gpus * (start.at - self.now):
+            return ""
+        waited = gpus * (start.at - self.now) / 3600
+        return (
+            f"; it waits rather than evict {_victims(found.units)}: they would lose "
+            f"{lost / 3600:.1f} GPU-h of work, more than 1/{factor:g} of the {waited:.1f} "
+            f"GPU-h its {gpus:g} GPUs wait until its expected start at "
+            f"{clock_time(start.at)} UTC from runtime limits (preemption loss factor)"
+        )
 
     def _kept_out(self, work: GroupWork) -> str:
         """Why room reserved for another gang is not the gang's: "; 1 node is reserved
@@ -204,6 +232,9 @@ class Preemptions(Reservations):
         if found is None:
             return self._capability_note(work, over.shortfall, eligible, {})
         failure = Failure(work, request, route, lambda: _NO_PROBLEM)
+        costly = self._costs_more(failure, found)
+        if costly:
+            return costly
         return self._nominate(failure, found, claim, ledger)
 
     def _make_room(
@@ -420,6 +451,13 @@ def work_lost_note(unit: Unit) -> str:
     when = clock_time(unit.saved)
     since = f"its checkpoint at {when}" if unit.checkpointed else f"it started at {when}"
     return f"; it loses {unit.lost / 3600:.1f} GPU-h of work, done since {since} UTC"
+
+
+def _gpus(request: GangRequest) -> float:
+    """The gang's GPUs (a fractional pod counting its part)."""
+    milli = sum((dict(shape.requests).get(GPU, 0) + shape.gpu_milli) * count
+                for shape, count in request.demand)  # fmt: skip
+    return milli / 1000
 
 
 def _victims(units: Sequence[Unit]) -> str:

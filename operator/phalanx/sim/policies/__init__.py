@@ -9,6 +9,9 @@
   rather than by the work they lose (`SchedulerConfig.weigh_work_lost`).
 - `phalanx-nobackfill`: the core as shipped, but room reserved for a waiting gang is
   kept for it alone (`SchedulerConfig.backfill` off).
+- `phalanx-evict-always`: `phalanx` with `preemption_loss_factor=0`: a gang evicts
+  whenever that makes it fit, however much work its victims lose against how long it
+  would wait (the rule before the factor).
 - `phalanx-dra`: the core as shipped, with every GPU published as a DRA device and every
   pod's GPUs asked through a ResourceClaim (`phalanx.sim.dra`).
 - `kube-default`: kube-scheduler's default profile, pod by pod (`kube_default`),
@@ -38,6 +41,7 @@ POLICIES = (
     "gang-binpack",
     "phalanx-by-size",
     "phalanx-nobackfill",
+    "phalanx-evict-always",
 )
 """The policies compared on every workload; `phalanx-dra` (whole GPUs only) is run where
 asked for (`python -m bench.dra --sim`)."""
@@ -45,6 +49,7 @@ CORE_POLICIES: dict[str, tuple[bool, Literal["binpack", "spread"]]] = {
     "phalanx": (True, "binpack"),
     "phalanx-by-size": (True, "binpack"),
     "phalanx-nobackfill": (True, "binpack"),
+    "phalanx-evict-always": (True, "binpack"),
     "phalanx-dra": (True, "binpack"),
     "gang-spread": (False, "spread"),
     "gang-binpack": (False, "binpack"),

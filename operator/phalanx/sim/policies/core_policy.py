@@ -156,6 +156,7 @@ class CorePolicy:
             fragmentation_aware=name.startswith("phalanx"),
             weigh_work_lost=name != "phalanx-by-size",
             backfill=name != "phalanx-nobackfill",
+            preemption_loss_factor=0.0 if name == "phalanx-evict-always" else 3.0,
             usage_half_life_seconds=usage_half_life_seconds,
         )
         self._usage = SimUsage(usage_half_life_seconds)
