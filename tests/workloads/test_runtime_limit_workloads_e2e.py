@@ -3,6 +3,7 @@
 - a queue-labelled Job whose gang runs past its runtime limit is stopped whole: its pods are
   evicted and its Job controller fails it with reason DeadlineExceeded (Phalanx set its
   activeDeadlineSeconds), so no pod of it is made again;
+- a JobSet, which has no deadline, is suspended instead, by its real controller;
 - Kubernetes' own PodGroups (Workload API) say what a Phalanx PodGroup says: the condition
   RuntimeLimitExceeded once evicted for the limit, and the condition ExpectedStart while
   waiting behind work with a limit (the time at the end of its message).
@@ -19,6 +20,7 @@ from gang_checks import bound, condition, event_reasons, gpu_template, phalanx_g
 from test_upstream_e2e import UPSTREAM, members, upstream_group
 
 from phalanx.cluster import LocalCluster
+from phalanx.cluster.workload_controllers import Running
 from phalanx.core.model.names import RUNTIME_LIMIT_ANNOTATION
 from phalanx.operator.events import timestamp
 from phalanx.operator.main import Operator
@@ -89,6 +91,41 @@ def test_a_job_past_its_runtime_limit_is_failed_by_its_controller_and_not_run_ag
     assert stopped == [f"Job {namespace}/limited stopped: activeDeadlineSeconds set to "
                        f"{LIMIT_SECONDS} (the gang's runtime limit), so its Job controller "
                        "fails it with reason DeadlineExceeded and creates no pod again"], stopped
+
+
+def test_a_jobset_past_its_runtime_limit_is_suspended_and_not_run_again(
+    cluster: LocalCluster, namespace: str, jobset_controller: Running, phalanx: Operator,
+    tmp_path: Path,
+) -> None:
+    spec = {"parallelism": 2, "completions": 2, "backoffLimit": 0, "template": gpu_template()}
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "limited", "labels": {"scheduling.phalanx.io/queue": "default"},
+                     "annotations": {RUNTIME_LIMIT_ANNOTATION: str(LIMIT_SECONDS)}},
+        "spec": {"failurePolicy": {"maxRestarts": 3},  # a failed Job would start it again
+                 "replicatedJobs": [{"name": "workers", "replicas": 1,
+                                     "template": {"spec": spec}}]},
+    }  # fmt: skip
+    selector = "jobset.sigs.k8s.io/jobset-name=limited"
+    history = PodHistory(cluster, namespace, tmp_path / "pods.json")
+    try:
+        cluster.apply([jobset], namespace=namespace)
+        assert eventually(lambda: len(bound(pods(cluster, namespace, selector))) == 2, 60)
+
+        def suspended() -> dict[str, Any]:
+            body = get_json(cluster, "jobset", "limited", "-n", namespace)
+            return body if condition(body, "Suspended").get("status") == "True" else {}
+
+        body = eventually(suspended, 60)
+        assert body, get_json(cluster, "jobset", "limited", "-n", namespace)
+        assert body["spec"]["suspend"] is True
+        assert eventually(lambda: not pods(cluster, namespace, selector), 60)
+    finally:
+        history.stop()
+    made = {name for name in history.names() if name.startswith("limited-")}
+    assert len(made) == 2, made  # none made again
+    said = event_reasons(cluster, namespace, "PodGroup", "jobset-limited")
+    assert {"RuntimeLimitExceeded", "WorkloadStopped"} <= said, said
 
 
 def test_an_upstream_gang_past_its_limit_says_so_in_a_condition(
