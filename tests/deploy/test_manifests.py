@@ -119,7 +119,10 @@ def test_cluster_role_grants_exactly_what_the_operator_uses(rendered: list[Obj])
             )
             for v in ("get", "list", "watch")
         }
-        | {("batch", "jobs", "patch"), ("jobset.x-k8s.io", "jobsets", "patch")}  # limits
+        | {(group, resource, "patch") for group, resource in (  # stopped at runtime limits
+            ("batch", "jobs"), ("jobset.x-k8s.io", "jobsets"), ("kubeflow.org", "pytorchjobs"),
+            ("kubeflow.org", "mpijobs"), ("trainer.kubeflow.org", "trainjobs"),
+            ("ray.io", "rayclusters"))}
         | {("scheduling.k8s.io", "podgroups/status", v) for v in ("get", "patch")}
         | {
             ("resource.k8s.io", r, v)

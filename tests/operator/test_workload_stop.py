@@ -63,6 +63,12 @@ def test_a_job_gets_the_limit_as_its_deadline_so_its_controller_fails_it() -> No
     assert stop.patch == {"spec": {"activeDeadlineSeconds": 3600}}
     assert "DeadlineExceeded" in stop.message
     assert workload_path(JOB) == "/apis/batch/v1/namespaces/ml/jobs/solo"
+    torch = stop_for(obj("kubeflow.org/v1", "PyTorchJob", "t", runPolicy={"suspend": False}),
+                     600)
+    assert torch is not None and torch.patch == {
+        "spec": {"runPolicy": {"activeDeadlineSeconds": 600}}}
+    assert stop_for(obj("kubeflow.org/v1", "PyTorchJob", "t",
+                        runPolicy={"activeDeadlineSeconds": 60}), 600) is None
 
 
 def test_a_job_that_stops_by_itself_or_is_over_is_left_alone() -> None:
@@ -78,6 +84,19 @@ def test_a_jobset_is_suspended_and_a_suspended_one_left_alone() -> None:
     assert stop is not None and stop.patch == {"spec": {"suspend": True}}
     assert workload_path(JOBSET) == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/train"
     assert stop_for(obj("jobset.x-k8s.io/v1alpha2", "JobSet", "t", suspend=True), 3600) is None
+
+
+def test_kinds_with_no_deadline_to_set_are_suspended_through_their_own_field() -> None:
+    for body, patch in (
+        (obj("trainer.kubeflow.org/v1alpha1", "TrainJob", "t"), {"spec": {"suspend": True}}),
+        (obj("kubeflow.org/v2beta1", "MPIJob", "m"), {"spec": {"runPolicy": {"suspend": True}}}),
+        (obj("ray.io/v1", "RayCluster", "r"), {"spec": {"suspend": True}}),
+    ):
+        stop = stop_for(body, 3600)
+        assert stop is not None and stop.patch == patch, body
+        assert "suspended" in stop.message and stop.stoppable
+    assert stop_for(obj("kubeflow.org/v2beta1", "MPIJob", "m", runPolicy={"suspend": True}),
+                    3600) is None
 
 
 def test_other_kinds_are_not_changed_and_the_gang_is_warned() -> None:

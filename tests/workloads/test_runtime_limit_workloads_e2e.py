@@ -88,9 +88,10 @@ def test_a_job_past_its_runtime_limit_is_failed_by_its_controller_and_not_run_ag
     assert {"RuntimeLimitExceeded", "WorkloadStopped"} <= said, said
     stopped = [e["message"] for e in get_json(cluster, "events", "-n", namespace)["items"]
                if e["reason"] == "WorkloadStopped"]
-    assert stopped == [f"Job {namespace}/limited stopped: activeDeadlineSeconds set to "
-                       f"{LIMIT_SECONDS} (the gang's runtime limit), so its Job controller "
-                       "fails it with reason DeadlineExceeded and creates no pod again"], stopped
+    assert stopped == [f"Job {namespace}/limited stopped: spec.activeDeadlineSeconds set to "
+                       f"{LIMIT_SECONDS} (the gang's runtime limit), so its controller fails "
+                       "it as past its deadline (DeadlineExceeded) and creates no pod again"], \
+        stopped
 
 
 def test_a_jobset_past_its_runtime_limit_is_suspended_and_not_run_again(

@@ -3,8 +3,9 @@
 Evicting the pods alone is not enough: the controller that made them makes them again (a
 Job replaces evicted pods up to its backoffLimit), and the new pods would run a whole
 limit more. So before a gang's pods are evicted for its limit (after the dry run, so a
-PodDisruptionBudget that refuses leaves the workload alone too), the workload at the top of
-the pods' controller chain is told to stop, the way its own API stops it:
+PodDisruptionBudget that refuses leaves the workload alone too, and after each pod says
+why it goes), the workload at the top of the pods' controller chain is told to stop, the
+way its own API stops it:
 
 - a **Job** gets `spec.activeDeadlineSeconds` set to the gang's limit. The Job controller
   counts it from the Job's start, which is no later than the gang's, so it is already past:
@@ -18,13 +19,18 @@ the pods' controller chain is told to stop, the way its own API stops it:
   works for every kind and it also deactivates its Workload, which keeps the job from being
   admitted again; Phalanx has no such object to hold it.) A Job whose own deadline is no
   longer than the limit is left to its Job controller.
+- a **PyTorchJob** likewise gets `spec.runPolicy.activeDeadlineSeconds`: the training
+  operator fails it as past its deadline.
 - a **JobSet** is suspended (`spec.suspend`): its API has no deadline of its own, and
   failing its child Jobs would restart them all when its failurePolicy allows restarts.
   Its controller deletes the Jobs' pods and keeps the JobSet, Suspended; setting
-  `spec.suspend` back to false runs it again.
-- any other kind (LeaderWorkerSet, PyTorchJob, TrainJob, RayCluster, MPIJob, or a
-  controller Phalanx does not watch) is not changed: a Warning Event on the gang says
-  that its workload may recreate the pods.
+  `spec.suspend` back to false runs it again. So is a **TrainJob** (`spec.suspend`; its
+  activeDeadlineSeconds is immutable), an **MPIJob** (`spec.runPolicy.suspend`; its
+  deadline reaches only a launcher Job made after it is set) and a **RayCluster**
+  (`spec.suspend`).
+- any other kind (LeaderWorkerSet, a RayCluster's RayJob, or a controller Phalanx does not
+  watch) is not changed: a Warning Event on the gang says its workload may recreate the
+  pods.
 
 What to write is decided here, purely; `WorkloadStopper` writes it.
 """
@@ -44,7 +50,7 @@ from phalanx.workloads import kind_of
 
 STOPPED = "WorkloadStopped"
 NOT_STOPPED = "WorkloadNotStopped"
-FINISHED = ("Complete", "Completed", "Failed")  # a Job's and a JobSet's terminal conditions
+FINISHED = ("Complete", "Completed", "Succeeded", "Failed")  # terminal conditions, by kind
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,33 +86,61 @@ def top_workload(pods: Iterable[Body], workloads: Mapping[str, Body]) -> Body | 
     return None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Way:
+    """How a kind stops: `field` (its path in the object) set to the limit (`deadline`: the
+    controller fails the workload once past it) or to true (a suspension); `why` a kind
+    is suspended rather than failed."""
+
+    field: tuple[str, ...]
+    deadline: bool
+    why: str = ""
+
+
+_WAYS: dict[tuple[str, str], _Way] = {  # (API group, kind) -> how it stops
+    ("batch", "Job"): _Way(("spec", "activeDeadlineSeconds"), deadline=True),
+    ("kubeflow.org", "PyTorchJob"): _Way(
+        ("spec", "runPolicy", "activeDeadlineSeconds"), deadline=True),
+    ("jobset.x-k8s.io", "JobSet"): _Way(
+        ("spec", "suspend"), deadline=False, why="a JobSet has no deadline to fail it by"),
+    ("trainer.kubeflow.org", "TrainJob"): _Way(
+        ("spec", "suspend"), deadline=False, why="its activeDeadlineSeconds is immutable"),
+    ("kubeflow.org", "MPIJob"): _Way(
+        ("spec", "runPolicy", "suspend"), deadline=False,
+        why="its deadline reaches only a launcher made after it is set"),
+    ("ray.io", "RayCluster"): _Way(
+        ("spec", "suspend"), deadline=False, why="a RayCluster has no deadline"),
+}
+
+
 def stop_for(workload: Body, limit: int) -> WorkloadStop | None:
     """How `workload` stops for a gang past its runtime limit of `limit` seconds; None
     when there is nothing to do (finished already, or it stops by itself)."""
     kind = str(workload.get("kind"))
-    spec: Mapping[str, Any] = workload.get("spec") or {}
+    group = str(workload.get("apiVersion") or "").rpartition("/")[0]
     name = _name(workload)
+    way = _WAYS.get((group, kind))
+    if way is None:
+        message = (f"{kind} {name} may recreate the pods evicted for the runtime limit: "
+                   f"{COMPONENT} cannot stop a {kind} through its API; delete or scale it "
+                   "down to stop it")
+        return WorkloadStop(workload, None, message, stoppable=False)
     if _finished(workload):
         return None
-    if kind == "Job" and workload.get("apiVersion") == "batch/v1":
-        deadline = spec.get("activeDeadlineSeconds")
-        if isinstance(deadline, int) and deadline <= limit:
-            return None  # the Job controller fails it at its own deadline
-        message = (f"Job {name} stopped: activeDeadlineSeconds set to {limit} (the gang's "
-                   "runtime limit), so its Job controller fails it with reason "
-                   "DeadlineExceeded and creates no pod again")
-        return WorkloadStop(workload, {"spec": {"activeDeadlineSeconds": limit}}, message)
-    if kind == "JobSet" and workload.get("apiVersion", "").startswith("jobset.x-k8s.io/"):
-        if spec.get("suspend") is True:
-            return None
-        message = (f"JobSet {name} suspended (spec.suspend; a JobSet has no deadline to fail "
-                   "it by), so its controller deletes its pods and creates none again; set "
-                   "spec.suspend to false to run it again")
-        return WorkloadStop(workload, {"spec": {"suspend": True}}, message)
-    message = (f"{kind} {name} may recreate the pods evicted for the runtime limit: "
-               f"{COMPONENT} cannot stop a {kind} through its API; delete or scale it down "
-               "to stop it")
-    return WorkloadStop(workload, None, message, stoppable=False)
+    now = _at(workload, way.field)
+    dotted = ".".join(way.field)
+    if way.deadline:
+        if isinstance(now, int) and not isinstance(now, bool) and now <= limit:
+            return None  # its controller fails it at its own deadline
+        message = (f"{kind} {name} stopped: {dotted} set to {limit} (the gang's runtime "
+                   "limit), so its controller fails it as past its deadline "
+                   "(DeadlineExceeded) and creates no pod again")
+        return WorkloadStop(workload, _patch(way.field, limit), message)
+    if now is True:
+        return None
+    message = (f"{kind} {name} suspended ({dotted}; {way.why}), so its controller deletes its "
+               f"pods and creates none again; set {dotted} to false to run it again")
+    return WorkloadStop(workload, _patch(way.field, True), message)
 
 
 def workload_path(workload: Body) -> str | None:
@@ -178,6 +212,21 @@ def _referenced(owner: Mapping[str, Any], child: Body) -> Body:
     return {"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"),
             "metadata": {"name": owner.get("name"), "namespace": namespace,
                          "uid": owner.get("uid")}}
+
+
+def _at(body: Body, field: tuple[str, ...]) -> Any:
+    value: Any = body
+    for part in field:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _patch(field: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A merge patch setting `field` to `value`."""
+    patch: Any = value
+    for part in reversed(field):
+        patch = {part: patch}
+    return dict(patch)
 
 
 def _finished(workload: Body) -> bool:
