@@ -12,7 +12,7 @@ CLUSTER_ARGS ?=
 DEMO_ARGS ?=
 
 .PHONY: help install tools helm controllers cluster-up cluster-down run demo demo-dra test test-unit test-e2e \
-        lint test-upstream bench bench-core bench-core-12500 bench-packing bench-sim bench-e2e bench-e2e-5000 bench-smoke \
+        lint test-upstream bench bench-core bench-core-12500 bench-packing bench-sim bench-e2e bench-e2e-5000 bench-e2e-12500 bench-smoke \
         bench-report chaos clean
 
 help:
@@ -25,6 +25,7 @@ help:
 	@echo "make bench   core, packing, simulator and end-to-end benchmarks (slow: bench/README.md)"
 	@echo "make chaos   replay gangs while SIGKILLing the operator; figures in bench/README.md"
 	@echo "make bench-e2e-5000  the end-to-end benchmark at 5,000 nodes (like chaos, not part of make bench)"
+	@echo "make bench-e2e-12500  backlog at 12,500 nodes x 8 GPUs: Phalanx, kube-scheduler, the ceiling (not part of make bench)"
 	@echo "make bench-report  bench/README.md's tables and docs/benchmarks/*-results.md again from bench/results (runs nothing)"
 
 install:
@@ -97,6 +98,13 @@ bench-e2e: install tools
 bench-e2e-5000: install tools
 	$(PYTHON) -m bench.e2e --workload bench/workloads/e2e-5000.yaml --rounds 1 \
 		--output bench/results/e2e-5000.json
+
+# 12,500 kwok nodes x 8 GPUs (100,000 GPUs) on a control plane with a large cluster's
+# settings (bench/workloads/e2e-12500.yaml): backlog mode, Phalanx, kube-scheduler and the
+# ceiling (kube-scheduler's gang plugins bind no pod from 5,000 nodes on). ~20 GiB free memory.
+bench-e2e-12500: install tools
+	$(PYTHON) -m bench.e2e --workload bench/workloads/e2e-12500.yaml --rounds 1 --mode backlog \
+		--only phalanx --only kube-scheduler --only ceiling --output bench/results/e2e-backlog-12500.json
 
 bench: bench-core bench-core-12500 bench-packing bench-sim bench-e2e
 

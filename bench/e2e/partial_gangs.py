@@ -3,7 +3,8 @@
     python -m bench.e2e.partial_gangs RESULTS.json RUN_DIR/backlog-phalanx/logs/phalanx-operator.log
                                   [--mode backlog]
 
-The benchmark times a binding when its watch event reaches the benchmark's own watcher; the
+Results from before 2026-12-05 time a binding when its watch event reached the benchmark's
+own watcher (since then, when the API server answered it: bench/e2e/server_times.py); the
 operator logs "gang placed" once the API server has answered every binding of the gang
 (JSON log, `--log-format=json` as bench.e2e runs it), with `burst_seconds`, from its
 burst's start (slots taken, first request about to leave) to its last reply. For each gang

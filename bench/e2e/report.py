@@ -140,15 +140,22 @@ def bound_timeline(bound_at: Mapping[str, float], started: float, step: float = 
 
 
 def locality(gangs: Mapping[str, Sequence[str]], node_of: Mapping[str, str],
-             rack_of: Mapping[str, str]) -> dict[str, Any]:
-    """Share of multi-node gangs inside one rack; mean nodes and racks spanned."""
-    spans = []
-    for pods in gangs.values():
+             rack_of: Mapping[str, str],
+             fits_rack: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """Share of multi-node gangs inside one rack (and of those whose GPUs fit one rack,
+    given `fits_rack`); mean nodes and racks spanned."""
+    spans, fitting = [], []
+    for name, pods in gangs.items():
         nodes = {node_of[p] for p in pods if p in node_of}
         if nodes:
             spans.append((len(nodes), len({rack_of.get(n, n) for n in nodes})))
+            if fits_rack is not None and fits_rack.get(name) and len(nodes) > 1:
+                fitting.append(spans[-1][1] == 1)
     multi = [s for s in spans if s[0] > 1]
     return {
+        **({"multi_node_gangs_fitting_a_rack": len(fitting),
+            "of_those_in_one_rack_pct": _round(100 * sum(fitting) / len(fitting), 1)}
+           if fitting else {}),
         "gangs": len(spans),
         "multi_node_gangs": len(multi),
         "multi_node_gangs_in_one_rack_pct": _round(100 * sum(1 for s in multi if s[1] == 1)
@@ -193,7 +200,7 @@ LABELS = {
 }
 # Figures of the three-contender table (bench.e2e.table) beyond LABELS.
 MORE_LABELS = {
-    "partial_gangs": "gangs seen partly bound (bindings > 2 s apart, or left so)",
+    "partial_gangs": "gangs partly bound (first to last binding > 2 s, or left so)",
     "in_one_rack_pct": "multi-node gangs inside one rack (%)",
     "apiserver_cpu_seconds": "kube-apiserver CPU seconds",
 }

@@ -365,7 +365,7 @@ def _measure(cluster: LocalCluster, scheduler: str, account: str, start: Callabl
         before_readings[account] = ProcessReading(0.0, 0.0, 0.0)
     window = Window(measured_from, sent, before, at_last, after, before_readings, end_readings)
     figures = _figures(scheduler, account, gangs, submission, bound, pods_listing, window,
-                       sampler, timed_out, cluster, workload.namespace)
+                       sampler, timed_out, cluster, workload.namespace, rack_gpus)
     if written is not None:
         figures["operator"] = {"written_objects": written, "cycle_seconds": cycle_seconds(
             cluster.run_dir / "logs" / f"{components.OPERATOR}.log")}
@@ -423,7 +423,7 @@ class Window:
 def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
              bound: dict[str, tuple[str, float]], listing: dict[str, Any], measured: Window,
              sampler: Sampler, timed_out: bool, cluster: LocalCluster,
-             namespace: str) -> dict[str, Any]:
+             namespace: str, rack_gpus: int) -> dict[str, Any]:
     seen_at, late = bind_times(bound, listing)
     answered = read_binding_times(cluster.run_dir / "logs" / AUDIT_LOG_FILE,
                                   namespace)
@@ -492,7 +492,8 @@ def _figures(scheduler: str, account: str, gangs: list[Gang], submission: Any,
                         for t, c, r in sampler.samples],
         },
         "processes": processes,
-        "locality": report.locality(members, node_of, rack_of),
+        "locality": report.locality(members, node_of, rack_of,
+                                    {g.name: g.gpus <= rack_gpus for g in gangs}),
     }
 
 
