@@ -148,7 +148,8 @@ class GangBinder:
         `claims`: the gang's DRA claims, written before any binding."""
         devices = dict(devices or {})
         for pod_key, node in assignments.items():
-            self._assumed.assume(pod_key, node, devices=devices.get(pod_key, ""))
+            uid = str((pods.get(pod_key) or {}).get("metadata", {}).get("uid") or "")
+            self._assumed.assume(pod_key, node, devices=devices.get(pod_key, ""), uid=uid)
         self._track(len(assignments))
         return self._write_gang(group_key, dict(assignments), pods, recorded, devices, claims)
 
@@ -254,8 +255,9 @@ class GangBinder:
         finally:
             self._sent -= 1
             self._track(-1)
-        if reply.ok:
-            self._assumed.written(pod_key, self._clock())
+        if reply.ok:  # a binding is final; an un-gated pod waits for kube-scheduler
+            self._assumed.written(pod_key, self._clock(),
+                                  final=pod is None or not is_gated(pod))
         return reply
 
     async def _write_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
