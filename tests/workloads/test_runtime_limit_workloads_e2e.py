@@ -3,7 +3,9 @@
 - a queue-labelled Job whose gang runs past its runtime limit is stopped whole: its pods are
   evicted and its Job controller fails it with reason DeadlineExceeded (Phalanx set its
   activeDeadlineSeconds), so no pod of it is made again;
-- a JobSet, which has no deadline, is suspended instead, by its real controller;
+- a JobSet, which has no deadline, is suspended instead, by its real controller; so are a
+  TrainJob and a RayCluster; a PyTorchJob is failed by the training operator at the
+  deadline Phalanx sets;
 - Kubernetes' own PodGroups (Workload API) say what a Phalanx PodGroup says: the condition
   RuntimeLimitExceeded once evicted for the limit, and the condition ExpectedStart while
   waiting behind work with a limit (the time at the end of its message).
@@ -16,7 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gang_checks import bound, condition, event_reasons, gpu_template, phalanx_group, pods
+from gang_checks import (
+    EXAMPLES,
+    bound,
+    condition,
+    event_reasons,
+    gpu_template,
+    phalanx_group,
+    pods,
+)
+from test_pytorchjob_e2e import pytorchjob
+from test_raycluster_e2e import example as raycluster
+from test_trainjob_e2e import trainjob
 from test_upstream_e2e import UPSTREAM, members, upstream_group
 
 from phalanx.cluster import LocalCluster
@@ -127,6 +140,76 @@ def test_a_jobset_past_its_runtime_limit_is_suspended_and_not_run_again(
     assert len(made) == 2, made  # none made again
     said = event_reasons(cluster, namespace, "PodGroup", "jobset-limited")
     assert {"RuntimeLimitExceeded", "WorkloadStopped"} <= said, said
+
+
+def limited(workload: dict[str, Any]) -> dict[str, Any]:
+    """`workload` with a runtime limit of LIMIT_SECONDS and no topology to wait for."""
+    workload["metadata"]["annotations"] = {RUNTIME_LIMIT_ANNOTATION: str(LIMIT_SECONDS)}
+    return workload
+
+
+def stopped_whole(
+    cluster: LocalCluster, namespace: str, tmp_path: Path, workload: dict[str, Any],
+    selector: str, count: int, stopped: Any,
+) -> dict[str, Any]:
+    """Apply `workload`, see its `count` pods run, then `stopped(body)` hold once its limit
+    passes, its pods go and none is made again; returns its body then."""
+    kind, name = workload["kind"].lower(), workload["metadata"]["name"]
+    history = PodHistory(cluster, namespace, tmp_path / "pods.json")
+    try:
+        cluster.apply([workload], namespace=namespace)
+        assert eventually(lambda: len(bound(pods(cluster, namespace, selector))) == count, 90)
+        first = {p["metadata"]["name"] for p in pods(cluster, namespace, selector)}
+
+        def done() -> dict[str, Any]:
+            body = get_json(cluster, kind, name, "-n", namespace)
+            return body if stopped(body) else {}
+
+        body = eventually(done, 60)
+        assert body, get_json(cluster, kind, name, "-n", namespace)
+        assert eventually(lambda: not pods(cluster, namespace, selector), 60)
+    finally:
+        history.stop()
+    again = {n for n in history.names() if n.startswith(f"{name}-")} - first
+    assert not again, again  # nothing made again after the stop
+    said = event_reasons(cluster, namespace, "PodGroup", f"{kind}-{name}")
+    assert {"RuntimeLimitExceeded", "WorkloadStopped"} <= said, said
+    return dict(body)
+
+
+def test_a_pytorchjob_past_its_runtime_limit_is_failed_by_the_training_operator(
+    cluster: LocalCluster, namespace: str, training_operator: Running, phalanx: Operator,
+    tmp_path: Path,
+) -> None:
+    workload = limited(pytorchjob("limited", workers=1))
+    body = stopped_whole(
+        cluster, namespace, tmp_path, workload, "training.kubeflow.org/job-name=limited", 2,
+        lambda b: condition(b, "Failed").get("status") == "True")
+    assert body["spec"]["runPolicy"]["activeDeadlineSeconds"] == LIMIT_SECONDS
+    assert "deadline" in condition(body, "Failed")["message"], body["status"]
+
+
+def test_a_trainjob_past_its_runtime_limit_is_suspended(
+    cluster: LocalCluster, namespace: str, kubeflow_controller: Running, phalanx: Operator,
+    tmp_path: Path,
+) -> None:
+    cluster.apply(EXAMPLES / "workloads" / "trainjob.yaml", namespace=namespace)  # its runtime
+    cluster.kubectl("delete", "trainjob", "llm", "-n", namespace, "--wait=false")
+    body = stopped_whole(
+        cluster, namespace, tmp_path, limited(trainjob("limited", 2)),
+        "jobset.sigs.k8s.io/jobset-name=limited", 2,
+        lambda b: condition(b, "Suspended").get("status") == "True")
+    assert body["spec"]["suspend"] is True
+
+
+def test_a_raycluster_past_its_runtime_limit_is_suspended(
+    cluster: LocalCluster, namespace: str, kuberay_controller: Running, phalanx: Operator,
+    tmp_path: Path,
+) -> None:
+    body = stopped_whole(
+        cluster, namespace, tmp_path, limited(raycluster("limited", workers=2)),
+        "ray.io/cluster=limited", 3, lambda b: b["spec"].get("suspend") is True)
+    assert body["spec"]["suspend"] is True
 
 
 def test_an_upstream_gang_past_its_limit_says_so_in_a_condition(
