@@ -153,7 +153,7 @@ class Reports:
     ) -> None:
         """Kubernetes' own PodGroup: its scheduling condition as kube-scheduler writes it,
         and what a Phalanx PodGroup says about time, as conditions (upstream_status.py)."""
-        if group is None or decision.held:
+        if group is None or decision.held or still_arriving(group, decision, now):
             return
         group = self._writes.as_offered(UPSTREAM_PODGROUPS, group)
         report = upstream_report(group, decision, now, timing)
