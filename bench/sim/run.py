@@ -443,6 +443,9 @@ QUEUE_COLUMNS: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = [
 ]
 """Per queue, for workloads with more than one queue (evictions count against the queue
 of the job evicted)."""
+README_HIDDEN = ("phalanx-evict-always",)
+"""Policies left out of the README's headline table (shown in docs/benchmarks/sim-results.md):
+a variant of Phalanx that only shows what one rule changes."""
 README_QUEUE_POLICIES = ("phalanx", "kueue-like", "kube-default")
 """The policies of the README's per-queue table: Phalanx, the queue-aware baseline and
 the issue's baseline."""
@@ -656,7 +659,7 @@ def headline(results_dir: Path, lost: int, timing: str) -> str:
         rows = [r for r in document["aggregate"] if r["slowdown_model"] == "on"]
         top = max((r["load"] for r in rows), default=None)
         for r in rows:
-            if r["load"] == top:
+            if r["load"] == top and r["policy"] not in README_HIDDEN:
                 cells = [_cell(r, key, fmt) for _, key, fmt in columns]
                 lines.append(f"| {document['workload']} | {r['load']:g} | {r['policy']} | "
                              + " | ".join(cells) + " |")
