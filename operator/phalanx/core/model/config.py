@@ -38,11 +38,12 @@ class SchedulerConfig:
     `preemption_loss_factor`: a gang whose start is known from runtime limits evicts
     only if the GPU-hours it would wait until then are at least this many times the
     GPU-hours of work its victims lose; else it waits, with room reserved for that start
-    (`preemption/cycle.py`). Limits overstate runtimes (about 2.6 times where users'
+    (`preemption/cycle.py`). Limits overstate runtimes (2.6 times on average where users'
     accuracy is uniform on [0.1, 1], Mu'alem & Feitelson 2001), so the wait they give is
-    about three times the real one: at 3 an eviction saves about what it loses. 0: always
-    evict. Reclaim for a queue below its guarantee is never held back (the simulator's
-    `phalanx-evict-always` compares).
+    longer than the real one, and the factor asks the eviction to save about what it
+    loses in real time; 3 is what the simulator's priorities workload was measured with
+    (`phalanx-evict-always` is the factor 0). 0: always evict. Reclaim for a queue below
+    its guarantee is never held back.
     `backfill`: a group of lower priority may use room reserved for a waiting gang if its
     runtime limit ends by the reservation's start (`preemption/holds.py`); False keeps
     such room for the gang alone (the simulator's `phalanx-nobackfill`).
