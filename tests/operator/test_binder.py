@@ -184,11 +184,13 @@ async def test_a_gang_that_fits_the_starting_bound_shares_it_while_the_bound_cli
     assert binder.in_flight == 0
 
 
-async def test_the_bound_starts_whole_so_a_backlog_is_bound_at_full_rate_at_once():
+async def test_the_bound_starts_at_a_quarter_or_where_it_is_told():
     api = FakeApi()
     binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5)
-    assert binder.in_flight_limit == 256
-    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(32, 8, "g")))
+    assert binder.in_flight_limit == 64
+    told = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5,
+                      first_limit=256)
+    await asyncio.gather(*(told.place_gang(*g) for g in small_gangs(32, 8, "g")))
     assert api.max_in_flight == 256  # every gang's bindings out together from the start
 
 

@@ -82,11 +82,10 @@ class GangBinder:
         self._api = api
         self._assumed = assumed
         self.assumed_claims = assumed_claims or AssumedClaims(math.inf)
-        # from the whole bound unless told (`first_limit`): climbing from a quarter of it
-        # took the first ~5 s of a 1,000-node backlog at a third of the API server's rate
-        # (bench.e2e, server-side times); slow replies still shrink it (in_flight_limit.py)
-        self._limit = (InFlightLimit(concurrency, reply_target_seconds,
-                                     start=first_limit or concurrency)
+        # from a quarter of the bound unless told (`first_limit`): started whole, on a
+        # loaded machine the first gangs' bindings were answered over 2-3.5 s (9 of 500
+        # gangs at bench-1000, all in its first 11 s; the API server's own times)
+        self._limit = (InFlightLimit(concurrency, reply_target_seconds, start=first_limit)
                        if reply_target_seconds is not None else None)
         # alone from half the configured bound, not half the adaptive limit (slots.py)
         self._slots = GangSlots(self._limit.limit if self._limit else concurrency,

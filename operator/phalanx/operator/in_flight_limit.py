@@ -29,11 +29,11 @@ so the bound follows the replies:
   idle; bench-5000 on a loaded 2-core machine: about half a second): a target below it
   shrinks the bound to the floor, where the bindings crawl (a first try with 0.5 s: 68
   pods/s against 85 with a fixed 96, and a 128-pod gang sent in rounds over 12 s).
-- It starts where it is told, by default at a quarter of the ceiling. The binder starts it
-  at the ceiling: once bindings were timed by the API server's replies (bench.e2e's audit
-  log) rather than by a lagging watcher, the climb from a quarter cost the first ~5 s of
-  a 1,000-node backlog at a third of the API server's rate, while the ceiling contender,
-  at the whole bound from its start, left no gang bound over more than 2 s.
+- It starts at a quarter of the ceiling (or where it is told), so the first burst does
+  not find out the API server's limit with every gang's bindings at once. Timed by the
+  API server's replies (bench.e2e's audit log), the climb costs the first ~5 s of a
+  1,000-node backlog at a third of the API server's rate; started whole on a loaded
+  machine, the first gangs' bindings were answered over 2-3.5 s instead.
 - A shrink must pay. Replies are slow for two reasons: this process's own requests, or
   everybody else's (in arrival mode the benchmark's creations and kwok's status writes
   share the API server). Shrinking helps only against the first; against the second it

@@ -178,7 +178,10 @@ class Writes:
             if recorded is not None:
                 if not recorded.done():
                     recorded.set_result(ok)  # the gang's bindings wait for this, not Events
-                await self._post(unposted)
+                # its Events are bookkeeping: posted here they held the plan's slot, and
+                # the next gangs' plans (500 at once in a 1,000-node backlog) waited
+                self.background.spawn(self.background.bounded(
+                    lambda: self._post(unposted), bookkeeping=True), name="plan events")
 
         self.background.offer(ref, write, keep=recorded is not None,
                               bookkeeping=plural not in SUMMARIES)
