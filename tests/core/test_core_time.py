@@ -167,3 +167,40 @@ def test_moving_work_away_to_plan_a_start_never_gives_two_pods_one_gpu(
             where = (str(binding.node), share.index)
             assert where not in held, (binding, held[where])
             held[where] = str(binding.pod)
+
+
+def finished_gangs(count: int, share: float, limit: int = 1000) -> list[object]:
+    """Gangs that ran to their end (their pods Succeeded), each `share` of its limit."""
+    items: list[object] = []
+    for i in range(count):
+        name = f"done{i}"
+        items += [pod(f"{name}-0", gpus=8, group=name, phase="Succeeded", started_at=0.0,
+                      finished_at=share * limit),
+                  group(name, 1, runtime_limit_seconds=limit)]  # fmt: skip
+    return items
+
+
+def test_backfill_counts_with_how_much_of_their_limits_gangs_really_run() -> None:
+    """`big` holds n0 from 1000 (now 10): 990 s away by limits. With no history a 2-GPU
+    job of limit 500 backfills it; once ten gangs ran half their limits, the room is
+    likely free in 495 s, so a limit of 500 is kept out (the condition says why) and
+    one of 400 still backfills."""
+    nodes = [node("n0"), node("n1")]
+    work = [running("a", "n0", 0.0, 1000, gpus=6), running("b", "n1", 0.0, 5000)]
+    held = decision(cycle(nodes, *work, waiting("big", creation=1.0), now=10.0),
+                    "default/big").nomination  # fmt: skip
+    big = [pod("big-0", gpus=8, group="big"), replace(group("big", 1, creation=1.0),
+                                                      nomination=held)]  # fmt: skip
+
+    def late(limit: int) -> list[object]:
+        return [pod("late-0", gpus=2, group="late"),
+                group("late", 1, runtime_limit_seconds=limit, creation=5.0)]  # fmt: skip
+
+    assert cycle(nodes, *work, *big, late(500), now=10.0).bindings
+    history = finished_gangs(10, 0.5)
+    kept = cycle(nodes, *work, *big, late(500), *history, now=10.0)
+    assert not kept.bindings
+    assert "gangs lately ran a median 50% of their limits" in decision(
+        kept, "default/late").message
+    assert cycle(nodes, *work, *big, late(400), *history, now=10.0).bindings
+    assert cycle(nodes, *work, *big, late(500), *finished_gangs(9, 0.5), now=10.0).bindings
