@@ -76,7 +76,7 @@ def run_cycle(
     works = [_hold(work, snapshot, now) if work.key in backing_off else work for work in works]
     ledger = seed_ledger(index, works, now, config.usage_half_life_seconds)
     outcomes: dict[GroupKey, _Outcome] = {}  # the groups tried; `_outcome` reads them
-    preemptions = Preemptions(state, works, config, now, snapshot.finished)
+    preemptions = Preemptions(state, works, config, now)
 
     def place(work: GroupWork) -> bool:
         """Place the gang of a group just admitted; False when it could not be and no

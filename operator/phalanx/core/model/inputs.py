@@ -131,8 +131,6 @@ class PodInfo:
     (its node's capacity stays used until it is gone, but it is no longer a gang member);
     `started_at`: when the pod started (status.startTime): an eviction loses the work
     since then, or since its group's last checkpoint (`preemption/units.py`).
-    `finished_at`: when a Succeeded pod's last container ended (how long its gang ran,
-    against its runtime limit: `timeline/limits.py`).
 
     GPU sharing: `gpu_milli` is the part of ONE GPU a fractional pod asks for, in
     thousandths (1..999), or `gpu_memory` the MiB of one GPU's memory it asks for (the
@@ -160,7 +158,6 @@ class PodInfo:
     scheduling_gates: tuple[str, ...] = ()
     terminating: bool = False
     started_at: float | None = None
-    finished_at: float | None = None
     implied_groups: tuple[str, ...] = ()
     gpu_milli: int = 0
     gpu_memory: int = 0
@@ -292,16 +289,6 @@ class QueueInfo:
     usage: Mapping[str, float] = field(default_factory=dict)
     usage_at: float = 0.0
     usage_half_life_seconds: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FinishedRun:
-    """A gang that ran to its end: how long it ran, against its runtime limit. The shell
-    gives those its snapshot's pods no longer show (the simulator's finished jobs); the
-    core finds the rest among the snapshot's Succeeded pods."""
-
-    ran_seconds: float
-    limit_seconds: float
 
 
 @dataclass(frozen=True, slots=True)

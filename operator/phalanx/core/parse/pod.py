@@ -61,7 +61,6 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         scheduling_gates=_gates(reader),
         terminating=reader.get("metadata.deletionTimestamp") is not None,
         started_at=reader.moment("status.startTime"),
-        finished_at=_finished_at(reader),
         implied_groups=() if own else implied_groups(labels),
         gpu_milli=ask.milli,
         gpu_memory=ask.memory,
@@ -200,18 +199,3 @@ def _toleration(reader: Reader, index: int, value: Any) -> Toleration:
 def _gates(reader: Reader) -> tuple[str, ...]:
     gates = reader.items("spec.schedulingGates")
     return tuple(str(g.get("name")) for g in gates if is_mapping(g))
-
-
-def _finished_at(reader: Reader) -> float | None:
-    """When a Succeeded pod's last container ended (None for any other pod)."""
-    if reader.get("status.phase") != "Succeeded":
-        return None
-    ends = []
-    for i, status in enumerate(reader.items("status.containerStatuses")):
-        state = status.get("state") if is_mapping(status) else None
-        ended = state.get("terminated") if is_mapping(state) else None
-        if is_mapping(ended):
-            path = f"status.containerStatuses.{i}.state.terminated.finishedAt"
-            ends.append(reader.moment(path, ended))
-    known = [end for end in ends if end is not None]
-    return max(known) if known else None

@@ -24,7 +24,7 @@ from phalanx.core.admission.queues import QueueLedger, Shortfall
 from phalanx.core.model.clock import clock_time
 from phalanx.core.model.config import SchedulerConfig
 from phalanx.core.model.eviction import Eviction, EvictionReason
-from phalanx.core.model.inputs import FinishedRun, PodInfo
+from phalanx.core.model.inputs import PodInfo
 from phalanx.core.model.names import GPU, GroupKey
 from phalanx.core.model.nomination import PREEMPTING, RESERVED, Nomination
 from phalanx.core.model.status import Problem, Reason, StatusCode
@@ -40,7 +40,7 @@ from phalanx.core.preemption.units import Unit, within_spare
 from phalanx.core.preemption.why import PREEMPTION_OFF, capability_note, why_not
 from phalanx.core.snapshot.resources import charged, total_of
 from phalanx.core.timeline.estimate import Occupant
-from phalanx.core.timeline.limits import finished_runs, limit_accuracy, limit_of
+from phalanx.core.timeline.limits import limit_of
 from phalanx.topology.tree import ROOT_LEVEL
 
 
@@ -51,13 +51,10 @@ class Preemptions(Reservations):
         works: Sequence[GroupWork],
         config: SchedulerConfig,
         now: float,
-        finished: Sequence[FinishedRun] = (),
     ) -> None:
         self.state = state
         self.config = config
         self.now = now
-        self._finished = finished
-        self._accuracy: float | None = None
         self._priorities = {w.key: w.priority for w in works}
         self._finder: Finder | None = None
         self.holds = Holds(state)
@@ -97,29 +94,10 @@ class Preemptions(Reservations):
     def before(self, work: GroupWork) -> None:
         preempts = may_preempt(self.state.index, class_of(work), own_policy(work))
         limit = limit_of(work.group, self.state.index.queues)
-        ends_by = self._ends_by(limit)
+        ends_by = self.now + limit if limit is not None else None
         opener = Opener(work.key, work.priority, work.queue, preempts, ends_by,
                         self.config.backfill)  # fmt: skip
         self.holds.open_for(opener)
-
-    def _ends_by(self, limit: int | None) -> float | None:
-        """When a group placed now counts as gone for backfill (`Hold.takes_backfill`: by
-        a reservation's start): its limit over the accuracy of limits. Played forward
-        from limits, a reservation's start is late by as much as limits overstate
-        runtimes, so a group let into its room ends, by its own limit, before the room
-        is likely free, not only before that start (with limits exact: the same)."""
-        if limit is None:
-            return None
-        return self.now + limit / self.accuracy if self.config.backfill else self.now + limit
-
-    @property
-    def accuracy(self) -> float:
-        """`limit_accuracy` of the gangs that finished (worked out once, when first asked)."""
-        if self._accuracy is None:
-            index = self.state.index
-            runs = [*self._finished, *finished_runs(index.pods, index.groups, index.queues)]
-            self._accuracy = limit_accuracy(runs)
-        return self._accuracy
 
     def after(
         self, work: GroupWork, placed: bool, bound: Sequence[tuple[PodInfo, int]] = ()
@@ -201,7 +179,7 @@ class Preemptions(Reservations):
         """Why room reserved for another gang is not the gang's: "; 1 node is reserved
         for NS/big from 14:20 UTC, and its runtime limit (3600s) ends after that"."""
         limit = limit_of(work.group, self.state.index.queues)
-        ends_by = self._ends_by(limit)
+        ends_by = self.now + limit if limit is not None else None
         for holder, hold in sorted(self.holds.by_group.items()):
             if holder == work.key or hold.nomination.reason != RESERVED:
                 continue
@@ -213,11 +191,6 @@ class Preemptions(Reservations):
                 why = "backfill is off"
             elif limit is None:
                 why = "it has no runtime limit"
-            elif self.accuracy < 1.0:
-                share = f"{self.accuracy:.0%}"
-                why = (f"its runtime limit ({limit}s) is more than {share} of the time until "
-                       f"then (gangs lately ran a median {share} of their limits, so the "
-                       "room is likely free that much sooner)")
             else:
                 why = f"its runtime limit ({limit}s) ends after that"
             count, start = len(hold.nodes), hold.nomination.start

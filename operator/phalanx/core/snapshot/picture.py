@@ -17,7 +17,6 @@ from phalanx.core.model.backoff import Backoff
 from phalanx.core.model.dra import DraInventory
 from phalanx.core.model.errors import InvalidObject
 from phalanx.core.model.inputs import (
-    FinishedRun,
     GroupInfo,
     NodeInfo,
     PodInfo,
@@ -50,7 +49,6 @@ class Snapshot:
     backoffs: Mapping[GroupKey, Backoff] = field(default_factory=dict)  # from the last cycle
     partial_since: Mapping[GroupKey, float] = field(default_factory=dict)  # the same
     dra: DraInventory = field(default_factory=DraInventory)
-    finished: Sequence[FinishedRun] = ()  # gangs that ran to their end, not among `pods`
     index: ClusterIndex = field(init=False, repr=False, compare=False)
     previous: InitVar[ClusterIndex | None] = None
 

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping
 from phalanx.core.admission.members import GroupWork
 from phalanx.core.model.clock import clock_time
 from phalanx.core.model.eviction import Eviction, EvictionReason
-from phalanx.core.model.inputs import FinishedRun, GroupInfo, PodInfo, QueueInfo
-from phalanx.core.model.names import GroupKey, key_of
+from phalanx.core.model.inputs import GroupInfo, PodInfo, QueueInfo
 from phalanx.core.model.status import Problem, Reason, StatusCode
 
 
@@ -87,49 +86,3 @@ def past_limit(
         )
     return evictions
 
-
-
-ACCURACY_RUNS = 10
-"""Finished gangs with a limit needed before their accuracy is counted on."""
-
-
-def limit_accuracy(runs: Iterable[FinishedRun]) -> float:
-    """How much of their runtime limits gangs really run: the median of ran / limit over
-    the gangs that ran to their end (capped at 1), 1 with fewer than `ACCURACY_RUNS` of
-    them. Users ask several times what they use (Mu'alem & Feitelson 2001: uniformly
-    spread; Tsafrir, Etsion & Feitelson 2005), so a reservation's start, played forward
-    from limits, comes that much later than the room is likely free, and backfill counts
-    with it (`preemption/cycle.py`)."""
-    shares = sorted(min(1.0, r.ran_seconds / r.limit_seconds) for r in runs
-                    if r.limit_seconds > 0)  # fmt: skip
-    if len(shares) < ACCURACY_RUNS:
-        return 1.0
-    middle = len(shares) // 2
-    median = shares[middle] if len(shares) % 2 else (shares[middle - 1] + shares[middle]) / 2
-    return max(median, 0.01)
-
-
-def finished_runs(
-    pods: Iterable[PodInfo],
-    groups: Mapping[GroupKey, GroupInfo],
-    queues: Mapping[str, QueueInfo],
-) -> list[FinishedRun]:
-    """The gangs among the pods whose every pod Succeeded, with their limits: from the
-    first start to the last end."""
-    spans: dict[GroupKey, list[float]] = {}
-    unfinished: set[GroupKey] = set()
-    for pod in pods:
-        if pod.group is None:
-            continue
-        key = GroupKey(key_of(pod.namespace, pod.group))
-        if pod.phase != "Succeeded" or pod.started_at is None or pod.finished_at is None:
-            unfinished.add(key)
-            continue
-        span = spans.setdefault(key, [pod.started_at, pod.finished_at])
-        span[0], span[1] = min(span[0], pod.started_at), max(span[1], pod.finished_at)
-    runs: list[FinishedRun] = []
-    for key, (began, ended) in spans.items():
-        limit = limit_of(groups.get(key), queues) if key not in unfinished else None
-        if limit is not None:
-            runs.append(FinishedRun(ended - began, float(limit)))
-    return runs

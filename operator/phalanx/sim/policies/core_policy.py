@@ -30,7 +30,6 @@ carries its devices (`gpu_devices`, the `gpu-index` annotation) into later snaps
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -42,7 +41,6 @@ from phalanx.core.model.dra import DraInventory
 from phalanx.core.model.eviction import EvictionReason
 from phalanx.core.model.inputs import (
     PREEMPT_NEVER,
-    FinishedRun,
     GroupInfo,
     NodeInfo,
     PodInfo,
@@ -68,7 +66,6 @@ from phalanx.sim.queue_usage import SimUsage
 NAMESPACE = "sim"
 MILLI = 1000
 MIB = 2**20
-FINISHED_KEPT = 200  # finished jobs the core learns the accuracy of limits from
 
 
 def node_infos(cluster: SimCluster) -> tuple[NodeInfo, ...]:
@@ -175,9 +172,6 @@ class CorePolicy:
         self._bound_nodes: dict[str, tuple[str, int]] = {}
         """Pod key of every bound pod -> (job, node index), to carry out evictions."""
         self._nominations: dict[str, Nomination] = {}
-        self._limits: dict[str, int | None] = {}  # of each bound job
-        self._finished: deque[FinishedRun] = deque(maxlen=FINISHED_KEPT)
-        """The jobs that ran to their end lately, for the core (`Snapshot.finished`)."""
         self._index: ClusterIndex | None = None
         """The last cycle's index: the next snapshot takes over its summaries of unchanged
         groups and nodes, and what its cycle left for the next, as the operator's does."""
@@ -214,10 +208,7 @@ class CorePolicy:
             pods.extend(self._bound_pods(run))
             groups.append(self._objects(run.spec).group)
         live = {run.name for run in view.running}
-        waiting = {run.name for run in view.pending}
         for stale in [name for name in self._bound if name not in live]:
-            if stale not in waiting:  # it ran to its end (evicted, it waits again)
-                self._finished_run(stale, view.now)
             self._unbind(stale)
         for run in view.pending:
             objects = self._objects(run.spec)
@@ -239,7 +230,6 @@ class CorePolicy:
             topologies=self._topologies,
             priority_classes=tuple(self._classes.values()),
             dra=dra,
-            finished=tuple(self._finished),
             previous=self._index,
         )
         self._index = snapshot.index
@@ -282,18 +272,7 @@ class CorePolicy:
             else:
                 self._nominations[job] = decision.nomination
 
-    def _finished_run(self, job: str, now: float) -> None:
-        """A job gone from the running ones, not waiting again: it ran to its end (seen
-        at the first cycle after; the core learns from it how much of their runtime
-        limits jobs use: `timeline/limits.py` `limit_accuracy`)."""
-        pods = self._bound[job]
-        limit = self._limits.get(job)
-        starts = [pod.started_at for pod in pods if pod.started_at is not None]
-        if limit and starts:
-            self._finished.append(FinishedRun(now - min(starts), float(limit)))
-
     def _unbind(self, job: str) -> None:
-        self._limits.pop(job, None)
         for pod in self._bound.pop(job, ()):
             self._bound_nodes.pop(pod.key, None)
 
@@ -323,7 +302,6 @@ class CorePolicy:
                 for i, (node, started, devices) in enumerate(placed)
             )
             self._bound[run.name] = pods
-            self._limits[run.name] = run.spec.runtime_limit_seconds
             for pod, node in zip(pods, run.nodes, strict=True):
                 self._bound_nodes[pod.key] = (run.name, node)
             self._jobs.pop(run.name, None)
