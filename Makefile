@@ -101,7 +101,7 @@ bench-e2e-5000: install tools
 
 # 12,500 kwok nodes x 8 GPUs (100,000 GPUs) on a control plane with a large cluster's
 # settings (bench/workloads/e2e-12500.yaml): backlog mode, Phalanx, kube-scheduler and the
-# ceiling (kube-scheduler's gang plugins bind no pod from 5,000 nodes on). ~20 GiB free memory.
+# ceiling (kube-scheduler's gang plugins bind no pod from 5,000 nodes on); kube-apiserver alone held ~4 GiB.
 bench-e2e-12500: install tools
 	$(PYTHON) -m bench.e2e --workload bench/workloads/e2e-12500.yaml --rounds 1 --mode backlog \
 		--only phalanx --only kube-scheduler --only ceiling --output bench/results/e2e-backlog-12500.json
