@@ -187,19 +187,20 @@ def added_fragmentation(
     before = grades.free
     if before is None:
         before = grades.free = [DEVICE - t if t < DEVICE else 0 for t in state.devices(node)]
+        grades.ordered = tuple(sorted(before))
     if shape.fractional:
         milli = part_of(shape.gpu_milli, shape.gpu_memory, info)
         after = _taken(state, node, grades, before, milli)
     elif ask.whole:
         after = _taken(state, node, grades, before, DEVICE, ask.whole)
     else:
-        after = before
+        after = grades.ordered
     if after is None:
         return None
     mix = state.mix
-    lost = mix.fragmentation(cpu_free - ask.cpu, memory_free - ask.memory, after)
+    lost = mix.sorted_fragmentation(cpu_free - ask.cpu, memory_free - ask.memory, after)
     if grades.lost is None:
-        grades.lost = mix.fragmentation(cpu_free, memory_free, before)
+        grades.lost = mix.sorted_fragmentation(cpu_free, memory_free, grades.ordered)
     return lost - grades.lost
 
 
@@ -210,18 +211,19 @@ def _taken(
     before: list[int],
     milli: int,
     whole: int = 0,
-) -> list[int] | None:
+) -> tuple[int, ...] | None:
     """The node's free milli per device (`before`: as it is) once a pod takes `milli` of
-    one device (a fraction) or `whole` devices, where `choose_devices` puts it (None: it
-    does not fit), kept in `grades` (read, never changed, by `ShapeMix.fragmentation`)."""
+    one device (a fraction) or `whole` devices, where `choose_devices` puts it, in
+    ascending order (None: it does not fit), kept in `grades`."""
     key = (milli, whole)
     if key in grades.taken:
         return grades.taken[key]
     chosen = choose_devices(state.devices(node), milli, whole or 1)
-    after = None
+    ordered = None
     if chosen is not None:
         after = list(before)
         for index in chosen:
             after[index] = 0 if whole else after[index] - milli
-    grades.taken[key] = after
-    return after
+        ordered = tuple(sorted(after))
+    grades.taken[key] = ordered
+    return ordered

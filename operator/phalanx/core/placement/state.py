@@ -87,11 +87,13 @@ class NodeGrades:
     lost: float | None = None
     free: list[int] | None = None
     """Free milli of each device (`added_fragmentation`'s "before")."""
-    taken: dict[tuple[int, int], list[int] | None] = field(default_factory=dict)
-    """By (milli, whole devices; 0 for a fraction): the free milli of each device once
-    such a pod is on the node, its devices chosen by `choose_devices` (None: it does not
-    fit). A node is graded for many sizes, most of them asking one of a few parts of a
-    device (`phalanx.core.placement.node_choice._taken`)."""
+    ordered: tuple[int, ...] = ()
+    """`free` in ascending order (as `ShapeMix.sorted_fragmentation` reads it), once set."""
+    taken: dict[tuple[int, int], tuple[int, ...] | None] = field(default_factory=dict)
+    """By (milli, whole devices; 0 for a fraction): the free milli of the devices once
+    such a pod is on the node, its devices chosen by `choose_devices`, in ascending order
+    (None: it does not fit). A node is graded for many sizes, most of them asking one of
+    a few parts of a device (`phalanx.core.placement.node_choice._taken`)."""
 
 
 @dataclass(frozen=True, slots=True)
