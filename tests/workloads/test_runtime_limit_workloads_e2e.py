@@ -50,6 +50,14 @@ def moment(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def with_condition(
+    cluster: LocalCluster, resource: str, namespace: str, kind: str
+) -> dict[str, Any]:
+    """The object `limited` of `resource` once its condition `kind` is True, else {}."""
+    body: dict[str, Any] = get_json(cluster, resource, "limited", "-n", namespace)
+    return body if condition(body, kind).get("status") == "True" else {}
+
+
 def limited_job(parallelism: int) -> dict[str, Any]:
     """A Job that would replace evicted pods (backoffLimit 6) and has no deadline of its
     own: its limit is Phalanx's annotation."""
@@ -74,11 +82,7 @@ def test_a_job_past_its_runtime_limit_is_failed_by_its_controller_and_not_run_ag
         cluster.apply([limited_job(2)], namespace=namespace)
         assert eventually(lambda: len(bound(pods(cluster, namespace, JOB_PODS))) == 2, 60)
 
-        def failed() -> dict[str, Any]:
-            job = get_json(cluster, "job", "limited", "-n", namespace)
-            return job if condition(job, "Failed").get("status") == "True" else {}
-
-        job = eventually(failed, 60)
+        job = eventually(lambda: with_condition(cluster, "job", namespace, "Failed"), 60)
         assert job, get_json(cluster, "job", "limited", "-n", namespace)
         assert condition(job, "Failed")["reason"] == "DeadlineExceeded", job["status"]
         assert job["spec"]["activeDeadlineSeconds"] == LIMIT_SECONDS
@@ -126,11 +130,7 @@ def test_a_jobset_past_its_runtime_limit_is_suspended_and_not_run_again(
         cluster.apply([jobset], namespace=namespace)
         assert eventually(lambda: len(bound(pods(cluster, namespace, selector))) == 2, 60)
 
-        def suspended() -> dict[str, Any]:
-            body = get_json(cluster, "jobset", "limited", "-n", namespace)
-            return body if condition(body, "Suspended").get("status") == "True" else {}
-
-        body = eventually(suspended, 60)
+        body = eventually(lambda: with_condition(cluster, "jobset", namespace, "Suspended"), 60)
         assert body, get_json(cluster, "jobset", "limited", "-n", namespace)
         assert body["spec"]["suspend"] is True
         assert eventually(lambda: not pods(cluster, namespace, selector), 60)
@@ -220,11 +220,8 @@ def test_an_upstream_gang_past_its_limit_says_so_in_a_condition(
     group["metadata"]["annotations"] = {RUNTIME_LIMIT_ANNOTATION: str(LIMIT_SECONDS)}
     cluster.apply([group, *members("limited", 2)], namespace=namespace)
 
-    def exceeded() -> dict[str, Any]:
-        body = get_json(cluster, UPSTREAM, "limited", "-n", namespace)
-        return body if condition(body, "RuntimeLimitExceeded").get("status") == "True" else {}
-
-    body = eventually(exceeded, 60)
+    body = eventually(
+        lambda: with_condition(cluster, UPSTREAM, namespace, "RuntimeLimitExceeded"), 60)
     assert body, get_json(cluster, UPSTREAM, "limited", "-n", namespace)
     said = condition(body, "RuntimeLimitExceeded")
     assert said["reason"] == "RuntimeLimitExceeded"
