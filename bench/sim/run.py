@@ -637,7 +637,7 @@ def explained(workload: str) -> dict[str, str]:
 
 
 HEADLINE = ("GPU alloc % (steady)", "GPU busy % (steady)", "wait p95 h", "JCT mean h",
-            "never started", "gangs in 1 rack %", "cycle ms mean")
+            "never started", "gangs in 1 rack %", "cycle ms p50", "cycle ms p95")
 """The README's columns (of `ON_COLUMNS`), for each workload at its highest load."""
 
 

@@ -480,12 +480,15 @@ def test_a_starvation_reservation_is_renewed_while_only_older_work_is_in_its_way
     held = decision(result, "default/big").nomination
     assert held is not None and held.nodes == ("n1",) and held.since == 300.0
     assert held.expires > 700.0
-    # a group let in by backfill since (it has a limit; the start is unknown) does not
-    # end the reservation
+    # a group let in by backfill since (the start is unknown: it ends by the end of the
+    # hold's term, 600) does not end the reservation; one that ends later was not let
+    # in, so it does
     let_in = running_gang("let-in", ["n1"], gpus=6, started=400.0)
-    let_in[-1] = replace(let_in[-1], runtime_limit_seconds=600)  # type: ignore[type-var]
+    let_in[-1] = replace(let_in[-1], runtime_limit_seconds=200)  # type: ignore[type-var]
     result = run(nodes, busy, let_in, big, now=700.0)
     assert decision(result, "default/big").nomination == held
+    let_in[-1] = replace(let_in[-1], runtime_limit_seconds=600)  # type: ignore[type-var]
+    assert decision(run(nodes, busy, let_in, big, now=700.0), "default/big").nomination is None
     # a pod that started on n1 after the reservation (higher priority may): released
     newer = running_gang("newer", ["n1"], gpus=1, priority="high", started=400.0)
     result = run(nodes, busy, newer, big, small, now=700.0)

@@ -122,6 +122,53 @@ def test_the_first_waiting_gang_reserves_its_room_from_its_expected_start() -> N
     assert [(b.pod, b.node) for b in backfilled.bindings] == [("default/late-0", "n0")]
 
 
+def test_the_queue_reservation_goes_back_to_the_gang_first_in_line() -> None:
+    """`young` reserved n0 while `old` (first in line: same priority, older) had its own
+    hold released for a cycle; `old` takes the queue's one reservation back, and
+    `young` waits without one."""
+    nodes = [node("n0"), node("n1")]
+    work = [running("a", "n0", 0.0, 1000), running("b", "n1", 0.0, 5000)]
+    first = cycle(nodes, *work, waiting("young", creation=2.0), now=10.0)
+    held = decision(first, "default/young").nomination
+    assert held is not None and held.reason == "Reserved" and held.start == 1000.0
+    young = [pod("young-0", gpus=8, group="young"),
+             replace(group("young", 1, creation=2.0), nomination=held)]  # fmt: skip
+    result = cycle(nodes, *work, young, waiting("old", creation=1.0), now=20.0)
+    taken = decision(result, "default/old").nomination
+    assert taken is not None and (taken.reason, taken.nodes, taken.start) == (
+        "Reserved", ("n0",), 1000.0)
+    assert decision(result, "default/young").nomination is None
+
+
+def test_a_group_that_fits_outside_reserved_room_is_placed_there() -> None:
+    """`big` reserves n0 (6 GPUs busy until 1000); `late` ends by then, so it may use n0,
+    and packing would pick it (the fuller node), but it fits on n1: it goes there, and
+    n0 is free for `big` as soon as `a` leaves."""
+    nodes = [node("n0"), node("n1")]
+    work = [running("a", "n0", 0.0, 1000, gpus=6), running("b", "n1", 0.0, 5000, gpus=4)]
+    first = cycle(nodes, *work, waiting("big", creation=1.0), now=10.0)
+    held = decision(first, "default/big").nomination
+    assert held is not None and held.nodes == ("n0",)
+    big = [pod("big-0", gpus=8, group="big"),
+           replace(group("big", 1, creation=1.0), nomination=held)]  # fmt: skip
+    result = cycle(nodes, *work, big, waiting("late", gpus=2, limit=500, creation=5.0),
+                   now=10.0)  # fmt: skip
+    assert [(b.pod, b.node) for b in result.bindings] == [("default/late-0", "n1")]
+
+
+def test_a_reservation_is_never_planned_in_another_reservations_room() -> None:
+    """`a-big` (team-a) reserves n0 from 1000. `b-big` (team-b) ends by then, so it could
+    use n0 now, but not from a start of its own: it reserves n1, from 2000."""
+    nodes = [node("n0"), node("n1"), QueueInfo("team-a"), QueueInfo("team-b")]
+    work = [running("a", "n0", 0.0, 1000), running("b", "n1", 0.0, 2000)]
+    result = cycle(nodes, *work, waiting("a-big", creation=1.0, queue="team-a"),
+                   waiting("b-big", limit=100, creation=2.0, queue="team-b"),
+                   now=10.0)  # fmt: skip
+    holds = {key: decision(result, key).nomination for key in ("default/a-big", "default/b-big")}
+    assert {k: (h.nodes, h.start) for k, h in holds.items() if h is not None} == {
+        "default/a-big": (("n0",), 1000.0), "default/b-big": (("n1",), 2000.0)}
+
+
 @st.composite
 def busy_nodes(draw: st.DrawFn) -> list[object]:
     """Two nodes with running one-pod gangs on given devices (limits ending at random),

@@ -90,8 +90,10 @@ def run_cycle(
         if config.avoid_not_ready_level and not work.running and route.topology is not None:
             work.shapes = avoiding(work.shapes, route.topology)  # a new gang
         if work.mandatory:
-            preemptions.before(work)
+            preemptions.before(work, backfill=False)
             request, why = _place_mandatory(state, work, route, config, outcome)
+            if why is not None and preemptions.backfill_next(work):
+                request, why = _place_mandatory(state, work, route, config, outcome)
             if why is not None:
                 outcome.problem = preemptions.failed(Failure(work, request, route, why), ledger)
             preemptions.after(work, outcome.problem is None, outcome.bound)

@@ -32,9 +32,9 @@ from phalanx.core.placement.gang import GangRequest
 from phalanx.core.placement.routes import Route
 from phalanx.core.placement.state import CycleState
 from phalanx.core.preemption.find import Finder, Found, never_fits
-from phalanx.core.preemption.holds import Holds, Opener
-from phalanx.core.preemption.reservations import Failure, Reservations, class_of, own_policy
-from phalanx.core.preemption.rules import Claim, claim_for, may_preempt
+from phalanx.core.preemption.holds import Holds
+from phalanx.core.preemption.reservations import Failure, Reservations, class_of
+from phalanx.core.preemption.rules import Claim, claim_for
 from phalanx.core.preemption.search import cost_of
 from phalanx.core.preemption.units import Unit, within_spare
 from phalanx.core.preemption.why import PREEMPTION_OFF, capability_note, why_not
@@ -91,13 +91,23 @@ class Preemptions(Reservations):
                 self.holds.add(work.key, hold)
                 self.nominations[work.key] = hold.nomination
 
-    def before(self, work: GroupWork) -> None:
-        preempts = may_preempt(self.state.index, class_of(work), own_policy(work))
-        limit = limit_of(work.group, self.state.index.queues)
-        ends_by = self.now + limit if limit is not None else None
-        opener = Opener(work.key, work.priority, work.queue, preempts, ends_by,
-                        self.config.backfill)  # fmt: skip
+    def before(self, work: GroupWork, backfill: bool = True) -> None:
+        """Open the holds the group may use; without `backfill`, not the reservations
+        it may enter by backfill alone (`backfill_next`)."""
+        self.holds.open_for(self._opener(work), backfill)
+
+    def backfill_next(self, work: GroupWork) -> bool:
+        """Open the reservations the group may enter by backfill too, if there are any
+        (True: then worth placing again). A gang is placed outside reserved room when it
+        fits there: bin packing favours the nodes a reservation's room is freeing (they
+        are part full), so a gang that could run elsewhere took them, and the reserved
+        gang, though never started later than its reservation, started later than the
+        room alone would have allowed."""
+        opener = self._opener(work)
+        if not self.holds.backfills(opener):
+            return False
         self.holds.open_for(opener)
+        return True
 
     def after(
         self, work: GroupWork, placed: bool, bound: Sequence[tuple[PodInfo, int]] = ()
