@@ -9,7 +9,7 @@ import pytest
 from bench.e2e.ceiling_plan import Binding, first_fit
 from bench.e2e.report import compare_rounds, headline
 from bench.e2e.run import CEILING_SCHEDULER_NAME, _objects_for
-from bench.e2e.table import readme_section
+from bench.e2e.table import TARGET_KEYS, readme_section, targets_of
 from bench.e2e.workload import Gang, load_workload, submission_waves
 from tests.bench.test_e2e_modes import _results, _run
 
@@ -73,3 +73,11 @@ def test_backlog_table_shows_phalanx_as_a_share_of_the_ceiling() -> None:
     assert "Phalanx / kube-scheduler >= 1.5: **3.00** (met)" in text
     # the ceiling is no rival: Phalanx's lower rate against it is the share, not a loss
     assert "ceiling" not in text.split("Where Phalanx loses (generated):")[1]
+
+
+def test_a_workload_file_sets_the_goals_its_table_states() -> None:
+    """e2e-12500 states #36's goals at that size (2x kube-scheduler, RSS under 2 GiB, the
+    rack share reported without a goal); a workload without `targets` keeps the defaults."""
+    large = targets_of({"parameters": {"name": "e2e-12500"}})
+    assert large == {"kubeSchedulerRatio": 2.0, "peakRssMiB": 2048.0, "inOneRackPct": None}
+    assert targets_of({"parameters": {"name": "e2e-5000"}}) == TARGET_KEYS
