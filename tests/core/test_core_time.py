@@ -122,22 +122,26 @@ def test_the_first_waiting_gang_reserves_its_room_from_its_expected_start() -> N
     assert [(b.pod, b.node) for b in backfilled.bindings] == [("default/late-0", "n0")]
 
 
-def test_the_queue_reservation_goes_back_to_the_gang_first_in_line() -> None:
-    """`young` reserved n0 while `old` (first in line: same priority, older) had its own
-    hold released for a cycle; `old` takes the queue's one reservation back, and
-    `young` waits without one."""
+def test_the_gang_first_in_line_reserves_too_after_a_later_gang_of_its_queue() -> None:
+    """`young` reserved n0 from 1000 (until its limit, 1300) while `old`, first in line
+    (same priority, older), had no hold (its own was released for a cycle, say). `old`
+    reserves too, planned after `young`'s room frees: n0 from 1300, not n1 at 5000;
+    `young` keeps its reservation and its start."""
     nodes = [node("n0"), node("n1")]
     work = [running("a", "n0", 0.0, 1000), running("b", "n1", 0.0, 5000)]
-    first = cycle(nodes, *work, waiting("young", creation=2.0), now=10.0)
+    first = cycle(nodes, *work, waiting("young", limit=300, creation=2.0), now=10.0)
     held = decision(first, "default/young").nomination
     assert held is not None and held.reason == "Reserved" and held.start == 1000.0
     young = [pod("young-0", gpus=8, group="young"),
-             replace(group("young", 1, creation=2.0), nomination=held)]  # fmt: skip
+             replace(group("young", 1, runtime_limit_seconds=300, creation=2.0),
+                     nomination=held)]  # fmt: skip
     result = cycle(nodes, *work, young, waiting("old", creation=1.0), now=20.0)
-    taken = decision(result, "default/old").nomination
-    assert taken is not None and (taken.reason, taken.nodes, taken.start) == (
-        "Reserved", ("n0",), 1000.0)
-    assert decision(result, "default/young").nomination is None
+    holds = {key: decision(result, key).nomination for key in ("default/old", "default/young")}
+    assert {k: (h.reason, h.nodes, h.start) for k, h in holds.items() if h is not None} == {
+        "default/old": ("Reserved", ("n0",), 1300.0),
+        "default/young": ("Reserved", ("n0",), 1000.0)}
+    behind = cycle(nodes, *work, young, waiting("later", creation=3.0), now=20.0)
+    assert decision(behind, "default/later").nomination is None  # behind the holder
 
 
 def test_a_group_that_fits_outside_reserved_room_is_placed_there() -> None:
@@ -167,6 +171,19 @@ def test_a_reservation_is_never_planned_in_another_reservations_room() -> None:
     holds = {key: decision(result, key).nomination for key in ("default/a-big", "default/b-big")}
     assert {k: (h.nodes, h.start) for k, h in holds.items() if h is not None} == {
         "default/a-big": (("n0",), 1000.0), "default/b-big": (("n1",), 2000.0)}
+
+
+def test_a_gang_is_planned_in_another_reservations_room_after_its_holder_ends() -> None:
+    """`a-big` reserves n0 from 1000 and ends by 1300 (its limit); n1 runs work with no
+    limit. `b-big` has no start but n0 once `a-big` is done: it reserves n0 from 1300."""
+    nodes = [node("n0"), node("n1"), QueueInfo("team-a"), QueueInfo("team-b")]
+    work = [running("a", "n0", 0.0, 1000), running("forever", "n1", 0.0, None)]
+    result = cycle(nodes, *work, waiting("a-big", limit=300, creation=1.0, queue="team-a"),
+                   waiting("b-big", limit=100, creation=2.0, queue="team-b"),
+                   now=10.0)  # fmt: skip
+    holds = {key: decision(result, key).nomination for key in ("default/a-big", "default/b-big")}
+    assert {k: (h.nodes, h.start) for k, h in holds.items() if h is not None} == {
+        "default/a-big": (("n0",), 1000.0), "default/b-big": (("n0",), 1300.0)}
 
 
 @st.composite

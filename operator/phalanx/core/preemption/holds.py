@@ -55,7 +55,10 @@ class Opener:
     """The group being placed, as far as holds are concerned. Not frozen, though never
     changed: one is made for each group placed or tried (a frozen dataclass's `__init__`
     sets each field by `object.__setattr__`). `ends_by`: when it would reach its runtime
-    limit if placed now (None: no limit); `backfill`: backfill is on."""
+    limit if placed now (None: no limit); `backfill`: backfill is on; `reserved`: the group
+    holds a reservation of its own (a reservation planned after it counted on it leaving
+    by its limit, so it may use that room until then, backfill or not: without it, in
+    phalanx-nobackfill, two gangs of one queue each kept the other off one node)."""
 
     group: GroupKey
     priority: int
@@ -63,12 +66,13 @@ class Opener:
     preempts: bool
     ends_by: float | None
     backfill: bool
+    reserved: bool = False
 
     def may_use(self, holder: GroupKey, hold: Hold) -> bool:
         if holder == self.group:
             return True
         if hold.priority >= self.priority:
-            return self.backfill and hold.takes_backfill(self.ends_by)
+            return (self.backfill or self.reserved) and hold.takes_backfill(self.ends_by)
         if hold.nomination.reason == RESERVED:
             return True
         return self.preempts and hold.queue == self.queue
@@ -136,6 +140,11 @@ class Holds:
             for node in self.by_group[holder].nodes:
                 self.state.hold(node)
         self._open.clear()
+
+    @property
+    def open_to(self) -> tuple[GroupKey, ...]:
+        """The holders whose holds are open now (to the group being placed)."""
+        return tuple(self._open)
 
     def nodes_of(self, group: GroupKey) -> frozenset[int]:
         hold = self.by_group.get(group)

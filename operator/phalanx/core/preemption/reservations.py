@@ -123,10 +123,15 @@ class Reservations:
         chosen afresh) once any other pod started there since (a group of higher
         priority may use the room): it may no longer free up. Without renewal a 128-GPU
         gang behind hours-long jobs lost its room every 300 s to small groups and never
-        started in the simulator."""
+        started in the simulator. Not renewed a term past its start without the gang
+        started: something unplanned is in its way (two reservations of one room, each
+        keeping the other's gang out), and it is planned afresh after a cycle."""
         held = hold.nomination
         if held.reason != RESERVED or not hold.nodes or self._behind(hold.queue, hold.creation):
             return None
+        timeout = self.config.nomination_timeout_seconds
+        if held.start is not None and self.now >= held.start + timeout:
+            return None  # a term past its start and not started: planned afresh
         inside = set(hold.nodes)
         near = frozenset(self.state.index.nodes[i].name for i in hold.nodes)
         if any(
@@ -137,7 +142,6 @@ class Reservations:
             for unit in self._units_near(near)
         ):
             return None
-        timeout = self.config.nomination_timeout_seconds
         return replace(held, expires=self.now + timeout)
 
     def _end_of(self, unit: Unit) -> float | None:
@@ -204,9 +208,6 @@ class Reservations:
         holder = self._reserving(work.queue)
         if holder is not None and not self._ahead(work, holder):
             return problem
-        if holder is not None:  # taken while this gang's own hold was released
-            self.holds.drop(holder)
-            del self.nominations[holder]
         start = self._start_of(failure)
         if start.at is not None and start.placement is not None:
             nodes = tuple(sorted({node for _, node in start.placement.assignments}))
@@ -277,7 +278,27 @@ class Reservations:
         if failure.request.anchors:
             return Start(None, None, ())
         with self._without_backfill(failure.work):
-            return earliest_start(self.state, failure.request, self.occupants_now(), self.now)
+            occupants = self.occupants_now() + self._reserved_ends(failure.work.key)
+            occupants.sort(key=attrgetter("end"))
+            return earliest_start(self.state, failure.request, occupants, self.now)
+
+    def _reserved_ends(self, key: GroupKey) -> list[Occupant]:
+        """Other gangs' reservations closed to this gang, each as room that frees when
+        its holder, started at its reservation's start, reaches its limit: the gang may
+        be planned there after it, where closed for ever it had no start at all while
+        the rest of the cluster ran work with no limit (in the simulator a 128-GPU gang
+        then held the other half of the cluster with no start for hours)."""
+        index, found = self.state.index, []
+        for holder, hold in self.holds.by_group.items():
+            start = hold.nomination.start
+            if holder == key or hold.nomination.reason != RESERVED or start is None:
+                continue
+            if holder in self.holds.open_to:
+                continue
+            limit = limit_of(index.groups.get(holder), index.queues)
+            if limit is not None and hold.nodes:
+                found.append(Occupant(holder, (), start + limit, hold.nodes))
+        return found
 
     @contextmanager
     def _without_backfill(self, work: GroupWork) -> Iterator[None]:
@@ -298,8 +319,10 @@ class Reservations:
         preempts = may_preempt(self.state.index, class_of(work), own_policy(work))
         limit = limit_of(work.group, self.state.index.queues)
         ends_by = self.now + limit if limit is not None else None
+        held = self.nominations.get(work.key)
+        reserved = held is not None and held.reason == RESERVED
         return Opener(work.key, work.priority, work.queue, preempts, ends_by,
-                      self.config.backfill)  # fmt: skip
+                      self.config.backfill, reserved)  # fmt: skip
 
     def occupants_now(self) -> list[Occupant]:
         """What leaves the cluster, by end: pods leaving (terminating, or victims of this
@@ -380,21 +403,25 @@ class Reservations:
         )
 
     def _reserving(self, queue: str) -> GroupKey | None:
-        """The gang of the queue that holds its reservation, if one does. One at a time:
-        reserving for every waiting gang could hold the whole cluster while each waits
-        for the others' room."""
+        """The gang of the queue first in line (priority, then age) of those holding a
+        reservation, if any. A gang behind it reserves nothing: reserving for every
+        waiting gang could hold the whole cluster while each waits for the others' room."""
+        first: tuple[int, float, GroupKey] | None = None
         for key, held in self.nominations.items():
             hold = self.holds.by_group.get(key)
             if held.reason == RESERVED and hold is not None and hold.queue == queue:
-                return key
-        return None
+                mine = (-hold.priority, hold.creation, key)
+                first = mine if first is None or mine < first else first
+        return first[2] if first is not None else None
 
     def _ahead(self, work: GroupWork, holder: GroupKey) -> bool:
-        """Is the gang ahead of the queue's holder in the order groups are placed
-        (priority, then age)? The reservation is the first waiting gang's: a gang whose
-        own hold was released for a cycle (`_expired`) found it taken by the next gang
-        of its queue, and in the simulator a 128-GPU gang then waited 22.6 h, one
-        younger gang after another holding the queue's room (10.0 h without backfill)."""
+        """Is the gang ahead of every holder of its queue's reservations in the order
+        groups are placed (priority, then age)? It then reserves too, planned after the
+        room held for them (`_reserved_ends`), which keep theirs and their promise: a
+        gang first in line whose own hold was released for a cycle (`_expired`) found the
+        queue's one reservation taken by the next gang, and in the simulator a 128-GPU gang
+        then waited 22.6 h, one younger gang after another holding the queue's room (10.0 h
+        without backfill); taking it back from them broke their promised starts."""
         hold = self.holds.by_group[holder]
         mine = (-work.priority, work.creation, work.key)
         return mine < (-hold.priority, hold.creation, holder)

@@ -35,11 +35,13 @@ from phalanx.topology.tree import ROOT_LEVEL
 
 @dataclass(frozen=True, slots=True)
 class Occupant:
-    """Pods (with their node indices) that leave together at `end`."""
+    """Pods (with their node indices) that leave together at `end`; `held`: nodes whose
+    hold (one each) goes with them (another gang's reservation, planned to end then)."""
 
     group: GroupKey | None
     pods: tuple[tuple[PodInfo, int], ...]
     end: float
+    held: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,11 @@ class _Away:
         for occupant in self.occupants[self.gone : gone]:
             for pod, node in occupant.pods:
                 state.unplace(node, pod)
+            for node in occupant.held:
+                state.hold(node, -1)
         for occupant in reversed(self.occupants[gone : self.gone]):
+            for node in occupant.held:
+                state.hold(node)
             for pod, node in reversed(occupant.pods):
                 state.place(node, pod)
         self.gone = gone
