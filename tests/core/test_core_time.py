@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import CycleResult, PodInfo, QueueInfo, SchedulerConfig, run_cycle
+from phalanx.core.model.names import NodeName
+from phalanx.core.model.nomination import Nomination
 
 
 def running(name: str, node_name: str, started: float, limit: int | None,
@@ -184,6 +186,42 @@ def test_a_gang_is_planned_in_another_reservations_room_after_its_holder_ends() 
     holds = {key: decision(result, key).nomination for key in ("default/a-big", "default/b-big")}
     assert {k: (h.nodes, h.start) for k, h in holds.items() if h is not None} == {
         "default/a-big": (("n0",), 1000.0), "default/b-big": (("n0",), 1300.0)}
+
+
+def reserved_on(nodes: tuple[str, ...], start: float, since: float = 0.0,
+                expires: float = 1e9) -> Nomination:  # fmt: skip
+    return Nomination(tuple(NodeName(n) for n in nodes), "Reserved", since, expires, start)
+
+
+def test_a_gang_holding_a_reservation_uses_room_reserved_after_it_backfill_off() -> None:
+    """`old` reserved n0 from 1300, planned after `young` (n0 from 1000, limit 300). At
+    1000, with backfill off, `young` still goes on n0: it holds a reservation of its own,
+    and `old`'s plan counted on it leaving by 1300 (kept off, each kept the other out)."""
+    nodes = [node("n0"), node("n1")]
+    young = [pod("young-0", gpus=8, group="young"),
+             replace(group("young", 1, runtime_limit_seconds=300, creation=2.0),
+                     nomination=reserved_on(("n0",), 1000.0))]  # fmt: skip
+    old = [pod("old-0", gpus=8, group="old"),
+           replace(group("old", 1, creation=1.0), nomination=reserved_on(("n0",), 1300.0))]
+    config = SchedulerConfig(backfill=False)
+    result = cycle(nodes, running("b", "n1", 0.0, 5000), young, old, now=1000.0,
+                   config=config)  # fmt: skip
+    assert [(b.pod, b.node) for b in result.bindings] == [("default/young-0", "n0")]
+
+
+def test_a_reservation_a_term_past_its_start_is_planned_afresh() -> None:
+    """`big`'s reservation of n0 from 1000 ran out at 1200 and nothing new started there,
+    but `big` has not started a term (300 s) past its start: it is released for a cycle
+    (something unplanned is in its way), where before 1300 it is renewed."""
+    nodes = [node("n0")]
+    stuck = running("stuck", "n0", 0.0, None)
+    big = [pod("big-0", gpus=8, group="big"),
+           replace(group("big", 1, creation=1.0),
+                   nomination=reserved_on(("n0",), 1000.0, since=900.0, expires=1200.0))]
+    kept = decision(cycle(nodes, stuck, big, now=1250.0), "default/big")
+    assert kept.nomination is not None and kept.nomination.start == 1000.0
+    released = decision(cycle(nodes, stuck, big, now=1300.0), "default/big")
+    assert released.nomination is None and "released" in released.message
 
 
 @st.composite
