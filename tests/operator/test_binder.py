@@ -184,14 +184,15 @@ async def test_a_gang_that_fits_the_starting_bound_shares_it_while_the_bound_cli
     assert binder.in_flight == 0
 
 
-async def test_the_bound_starts_at_a_quarter_or_where_it_is_told():
+async def test_the_bound_starts_whole_or_where_it_is_told():
     api = FakeApi()
     binder = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5)
-    assert binder.in_flight_limit == 64
-    told = GangBinder(api, AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5,
-                      first_limit=256)
-    await asyncio.gather(*(told.place_gang(*g) for g in small_gangs(32, 8, "g")))
+    assert binder.in_flight_limit == 256
+    await asyncio.gather(*(binder.place_gang(*g) for g in small_gangs(32, 8, "g")))
     assert api.max_in_flight == 256  # every gang's bindings out together from the start
+    told = GangBinder(FakeApi(), AssumedPods(60), 256, lambda: 0.0, reply_target_seconds=0.5,
+                      first_limit=64)
+    assert told.in_flight_limit == 64
 
 
 async def test_a_gang_larger_than_the_limit_still_goes_alone_with_every_pod_at_once():

@@ -82,10 +82,14 @@ class GangBinder:
         self._api = api
         self._assumed = assumed
         self.assumed_claims = assumed_claims or AssumedClaims(math.inf)
-        # from a quarter of the bound unless told (`first_limit`): started whole, on a
-        # loaded machine the first gangs' bindings were answered over 2-3.5 s (9 of 500
-        # gangs at bench-1000, all in its first 11 s; the API server's own times)
-        self._limit = (InFlightLimit(concurrency, reply_target_seconds, start=first_limit)
+        # from the whole bound unless told (`first_limit`). It started at a quarter, after
+        # 9 of 500 gangs were answered over 2-3.5 s started whole on a loaded machine
+        # (bench-1000, the watcher's times). Timed by the API server's audit log, started
+        # whole: 0 gangs partly bound in three backlog runs (1,000 nodes twice, 5,000
+        # once), and 597-611 pods/s at 1,000 nodes against 367 from a quarter, the climb
+        # having cost the first ~5 s at a third of the API server's rate
+        start = concurrency if first_limit is None else first_limit
+        self._limit = (InFlightLimit(concurrency, reply_target_seconds, start=start)
                        if reply_target_seconds is not None else None)
         # alone from half the configured bound, not half the adaptive limit (slots.py)
         self._slots = GangSlots(self._limit.limit if self._limit else concurrency,

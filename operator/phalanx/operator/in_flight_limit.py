@@ -29,11 +29,11 @@ so the bound follows the replies:
   idle; bench-5000 on a loaded 2-core machine: about half a second): a target below it
   shrinks the bound to the floor, where the bindings crawl (a first try with 0.5 s: 68
   pods/s against 85 with a fixed 96, and a 128-pod gang sent in rounds over 12 s).
-- It starts at a quarter of the ceiling (or where it is told), so the first burst does
-  not find out the API server's limit with every gang's bindings at once. Timed by the
-  API server's replies (bench.e2e's audit log), the climb costs the first ~5 s of a
-  1,000-node backlog at a third of the API server's rate; started whole on a loaded
-  machine, the first gangs' bindings were answered over 2-3.5 s instead.
+- It starts at a quarter of the ceiling unless told where. The binder tells it the
+  whole ceiling: timed by the API server's replies (bench.e2e's audit log), the climb
+  from a quarter cost the first ~5 s of a 1,000-node backlog at a third of the API
+  server's rate, and started whole no gang was seen partly bound (it had been, 9 of 500,
+  when the benchmark's watcher still timed the bindings).
 - A shrink must pay. Replies are slow for two reasons: this process's own requests, or
   everybody else's (in arrival mode the benchmark's creations and kwok's status writes
   share the API server). Shrinking helps only against the first; against the second it
