@@ -68,6 +68,7 @@ class Preemptions(Reservations):
         self._eligible: dict[object, frozenset[int]] = {}
         self._near: dict[frozenset[str], tuple[Unit, ...]] = {}
         self._occupants: list[Occupant] | None = None
+        self._closed_for: GroupKey | None = None  # see `_without_backfill`
         self._no_room: tuple[int, set[object]] = (-1, set())
         """Gangs for which `_reserve` found no room, by `_room_key`, and the state's
         generation that holds for: the same search in the same state finds none again."""
@@ -187,17 +188,14 @@ class Preemptions(Reservations):
 
     def _kept_out(self, work: GroupWork) -> str:
         """Why room reserved for another gang is not the gang's: "; 1 node is reserved
-        for NS/big from 14:20 UTC, and its runtime limit (3600s) ends after that"."""
-        limit = limit_of(work.group, self.state.index.queues)
-        ends_by = self.now + limit if limit is not None else None
+        for NS/big from 14:20 UTC, and its runtime limit (3600s) ends after that". The
+        rule is `Opener.may_use`'s, the one placing follows."""
+        opener = self._opener(work)
         for holder, hold in sorted(self.holds.by_group.items()):
-            if holder == work.key or hold.nomination.reason != RESERVED:
+            if hold.nomination.reason != RESERVED or opener.may_use(holder, hold):
                 continue
-            if hold.priority < work.priority or (
-                self.config.backfill and hold.takes_backfill(ends_by)
-            ):
-                continue
-            if not self.config.backfill:
+            limit = limit_of(work.group, self.state.index.queues)
+            if not (opener.backfill or opener.reserved):
                 why = "backfill is off"
             elif limit is None:
                 why = "it has no runtime limit"

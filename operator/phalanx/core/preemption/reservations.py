@@ -36,7 +36,7 @@ from phalanx.core.model.status import Problem
 from phalanx.core.placement.gang import GangRequest
 from phalanx.core.placement.routes import Route
 from phalanx.core.placement.state import CycleState
-from phalanx.core.preemption.find import Finder
+from phalanx.core.preemption.find import Finder, Found
 from phalanx.core.preemption.holds import Hold, Holds, Opener
 from phalanx.core.preemption.rules import may_preempt
 from phalanx.core.preemption.search import Cost, work_cost
@@ -83,6 +83,7 @@ class Reservations:
     _near: dict[frozenset[str], tuple[Unit, ...]]
     _no_room: tuple[int, set[object]]
     _occupants: list[Occupant] | None
+    _closed_for: GroupKey | None
 
     @property
     def finder(self) -> Finder:
@@ -208,12 +209,18 @@ class Reservations:
         holder = self._reserving(work.queue)
         if holder is not None and not self._ahead(work, holder):
             return problem
-        start = self._start_of(failure)
+        with self._without_backfill(work):  # once for both searches, not once each
+            start = self._start_of(failure)
+            found = None if start.at is not None and start.placement is not None else (
+                self._starving_room(failure))
         if start.at is not None and start.placement is not None:
             nodes = tuple(sorted({node for _, node in start.placement.assignments}))
             nomination = self._hold(work, nodes, RESERVED, start.at)
             return replace(problem, message=problem.message + _reserved_note(nomination))
-        return self._starving(failure, problem)
+        if found is None:
+            return problem
+        nomination = self._hold(work, found.nodes, RESERVED)
+        return replace(problem, message=problem.message + _reserved_note(nomination))
 
     def _move_earlier(self, failure: Failure, held: Nomination) -> None:
         """A reservation follows the work in its way as it ends before its limits: its
@@ -237,9 +244,11 @@ class Reservations:
         self.holds.add(work.key, self._hold_of(work, nodes, moved))
         self.nominations[work.key] = moved
 
-    def _starving(self, failure: Failure, problem: Problem) -> Problem:
-        """Starvation protection where no start is known: hold the room where least
-        running work is in the way."""
+    def _starving_room(self, failure: Failure) -> Found | None:
+        """Starvation protection where no start is known: the room where least running
+        work is in the way, once the gang starves (None: it does not, or there is none).
+        Searched with the reservations it may enter by backfill alone closed (the
+        caller's `_without_backfill`)."""
         work = failure.work
         waited = self.now - work.creation
         if (
@@ -247,10 +256,10 @@ class Reservations:
             or not self._passed_by(work)
             or self._behind(work.queue, work.creation)
         ):
-            return problem
+            return None
         key, fruitless = self._room_key(failure), self._no_room_now()
         if key in fruitless:
-            return problem
+            return None
         taken = self._taken
         with self._without_backfill(work):
             found = self.finder.find(
@@ -261,12 +270,9 @@ class Reservations:
                 self._work_cost,
                 phases=(True,),
             )
-        if found is None:
-            if key is not None:  # the search put the state back as it was
-                self._no_room = (self.state.generation, fruitless | {key})
-            return problem
-        nomination = self._hold(work, found.nodes, RESERVED)
-        return replace(problem, message=problem.message + _reserved_note(nomination))
+        if found is None and key is not None:  # the search put the state back as it was
+            self._no_room = (self.state.generation, fruitless | {key})
+        return found
 
     def _start_of(self, failure: Failure) -> Start:
         """Where and when the gang can start earliest, from the runtime limits of what
@@ -304,13 +310,18 @@ class Reservations:
     def _without_backfill(self, work: GroupWork) -> Iterator[None]:
         """The reservations the gang may enter by backfill alone closed, and opened
         again after: room for a reservation of its own is never found in another's."""
+        if self._closed_for == work.key:  # closed already, by an enclosing call
+            yield
+            return
         opener = self._opener(work)
         closing = self.holds.backfills(opener)
         if closing:
             self.holds.open_for(opener, backfill=False)
+        self._closed_for = work.key
         try:
             yield
         finally:
+            self._closed_for = None
             if closing:
                 self.holds.open_for(opener)
 
