@@ -231,38 +231,53 @@ async def test_a_cycle_that_places_nothing_reports_the_queue_at_once():
     assert await scheduler.settle(timeout=5)
 
 
-async def test_bookkeeping_waits_for_the_bindings():
-    """A gang's status and its Events leave the API server to the bindings; they follow
-    when the bindings are answered, the status changes meanwhile written once."""
+async def test_bookkeeping_waits_while_more_pods_wait_for_bindings_than_may_be_in_flight():
+    """A gang's status and its Events leave the API server to a backlog's bindings; they
+    follow once no more pods wait than the binder may have in flight, the status changes
+    meanwhile written once."""
     api = HeldApi()
-    writes = Writes(api, AssumedPods(60), 8, clock=lambda: 1000.0)
-    group = podgroup(min_member=2)
-    assignments = {"ns/a": "n1", "ns/b": "n1"}
+    writes = Writes(api, AssumedPods(60), 1, clock=lambda: 1000.0)  # one binding at a time
+    group = podgroup(min_member=3)
+    assignments = {"ns/a": "n1", "ns/b": "n1", "ns/c": "n1"}
     writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, "",
                      then=lambda outcome: asyncio.sleep(0))
     writes.status("podgroups", group, {"phase": "Placed"})
     writes.event(Event(group, "Normal", "Placed", "placed"))
     await turns()
-    assert api.started == 2  # the two bindings: bookkeeping waits for them
+    assert api.started == 1  # one binding in flight, two queued: bookkeeping waits
     writes.status("podgroups", group, {"phase": "Running"})  # replaces the queued one
     api.release.set()
     assert await writes.settle(timeout=5)
     statuses = [b["status"]["phase"] for m, p, b in api.calls if p.endswith("/status")]
     assert statuses == ["Running"]
     paths = [p for _, p, _ in api.calls]
-    last_binding = max(i for i, p in enumerate(paths) if p.endswith("/binding"))
-    assert paths.index(next(p for p in paths if p.endswith("/events"))) > last_binding
+    second_binding = [i for i, p in enumerate(paths) if p.endswith("/binding")][1]
+    assert paths.index(next(p for p in paths if p.endswith("/events"))) > second_binding
+
+
+async def test_bookkeeping_does_not_wait_for_bindings_the_binder_has_in_flight():
+    """Arrivals rarely saturate the binder: their gangs' statuses go with the bindings."""
+    api = HeldApi()
+    writes = Writes(api, AssumedPods(60), 8, clock=lambda: 1000.0)
+    assignments = {"ns/a": "n1", "ns/b": "n1"}
+    writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, "",
+                     then=lambda outcome: asyncio.sleep(0))
+    writes.status("podgroups", podgroup(min_member=2), {"phase": "Placed"})
+    await turns()
+    assert api.started == 3  # both bindings and the status, none answered yet
+    api.release.set()
+    assert await writes.settle(timeout=5)
 
 
 async def test_bookkeeping_waits_no_longer_than_its_bound(monkeypatch: Any) -> None:
     monkeypatch.setattr("phalanx.operator.binder.BOOKKEEPING_WAIT", 0.05)
     api = HeldApi()
-    writes = Writes(api, AssumedPods(60), 8, clock=lambda: 1000.0)
-    writes.bind_gang("ns/pg", {"ns/a": "n1"}, {"ns/a": {}}, "",
+    writes = Writes(api, AssumedPods(60), 1, clock=lambda: 1000.0)
+    writes.bind_gang("ns/pg", {"ns/a": "n1", "ns/b": "n1"}, {"ns/a": {}, "ns/b": {}}, "",
                      then=lambda outcome: asyncio.sleep(0))
-    writes.status("podgroups", podgroup(min_member=1), {"phase": "Placed"})
+    writes.status("podgroups", podgroup(min_member=2), {"phase": "Placed"})
     await turns()
-    assert api.started == 1  # the binding, held by the API server
+    assert api.started == 1  # a binding, held by the API server; the other queued
     await asyncio.sleep(0.2)  # past the bound (real time: asyncio's own timeout)
     assert api.started == 2  # the status went although the binding is still unanswered
     api.release.set()
