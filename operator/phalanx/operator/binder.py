@@ -38,9 +38,10 @@ from phalanx.operator.slots import Burst, GangSlots
 # The longest a status write or an Event waits while the binder is saturated (more pods
 # wait for their write than may be in flight): a 5,000-node backlog's bindings take
 # 30-40 s on this 2-core machine. Released after 10 s, as it was, 1,700 status writes and
-# Events came in the middle of them, and bench-5000 (backlog) bound at 0.53-0.59 of the
-# ceiling contender's rate; waiting 30 s, at 0.72-0.74. A steady stream of arrivals
-# rarely saturates the binder, so its bookkeeping does not wait at all.
+# Events came in the middle of them: bench-5000 (backlog, with the plans then carried by
+# the first bindings, 0f3a303) bound at 0.53 / 0.59 of the ceiling contender's rate, and
+# at 0.72 / 0.74 waiting 30 s. A steady stream of arrivals rarely saturates the binder,
+# so its bookkeeping does not wait at all.
 BOOKKEEPING_WAIT = 30.0
 
 
