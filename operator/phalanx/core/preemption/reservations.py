@@ -261,15 +261,14 @@ class Reservations:
         if key in fruitless:
             return None
         taken = self._taken
-        with self._without_backfill(work):
-            found = self.finder.find(
-                failure.request,
-                failure.route,
-                lambda unit: id(unit) not in taken and unit.group != work.key,
-                lambda units: True,
-                self._work_cost,
-                phases=(True,),
-            )
+        found = self.finder.find(
+            failure.request,
+            failure.route,
+            lambda unit: id(unit) not in taken and unit.group != work.key,
+            lambda units: True,
+            self._work_cost,
+            phases=(True,),
+        )
         if found is None and key is not None:  # the search put the state back as it was
             self._no_room = (self.state.generation, fruitless | {key})
         return found
