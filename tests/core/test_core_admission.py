@@ -218,3 +218,42 @@ def test_elastic_extras_respect_queue_capability() -> None:
     g, pods = gang("job", 5, gpus=2, min_member=2, queue="team-a")
     found = decision(cycle([node("n1", gpus=16)], team, g, pods), "default/job")
     assert found.scheduled and found.placed == 3
+
+
+def _partial_and_older(**older_fields: object) -> list[object]:
+    """Gang `z-part` (created last) has two of three 8-GPU pods bound; group `a-old`,
+    created first, wants one 8-GPU pod; one node is free for one of them."""
+    return [
+        node("n0", gpus=8), node("n1", gpus=8), node("n2", gpus=8),
+        group("z-part", 3, creation=5.0),
+        pod("z-0", gpus=8, group="z-part", node_name="n0"),
+        pod("z-1", gpus=8, group="z-part", node_name="n1"),
+        pod("z-2", gpus=8, group="z-part"),
+        group("a-old", 1, creation=1.0, **older_fields),
+        pod("a-0", gpus=8, group="a-old"),
+    ]  # fmt: skip
+
+
+def test_a_partly_placed_gang_goes_before_older_groups_of_its_priority() -> None:
+    """Its bound pods hold GPUs idle until the rest joins them."""
+    result = cycle(*_partial_and_older())
+    assert decision(result, "default/z-part").scheduled
+    assert decision(result, "default/a-old").placed == 0
+
+
+def test_a_partly_placed_gang_goes_before_an_emptier_queue_at_its_priority() -> None:
+    queues = [QueueInfo("team-a"), QueueInfo("team-b")]
+    objects = _partial_and_older(queue="team-a")
+    objects[3] = group("z-part", 3, creation=5.0, queue="team-b")  # team-b holds 16 GPUs
+    result = cycle(*objects, *queues)
+    assert decision(result, "default/z-part").scheduled
+    assert decision(result, "default/a-old").placed == 0
+
+
+def test_a_partly_placed_gang_does_not_go_before_a_higher_priority() -> None:
+    """Completing it first would have the higher priority evict it at once."""
+    result = cycle(*_partial_and_older(priority_class_name="urgent"),
+                   PriorityClassInfo("urgent", 1000))
+    assert decision(result, "default/a-old").scheduled
+    assert decision(result, "default/z-part").placed == 2
+    assert result.evictions == ()

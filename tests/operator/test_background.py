@@ -95,24 +95,6 @@ async def test_status_writes_of_one_object_run_one_at_a_time_and_the_newest_wins
     assert "queue" in done
 
 
-async def test_a_plan_goes_before_every_status_write_waiting_for_a_slot():
-    """A gang's bindings wait for its plan's write: it must not queue behind others."""
-    writes = BackgroundWrites(concurrency=1)
-    gate = asyncio.Event()
-    started: list[str] = []
-    job = gated_jobs(gate, started, noted="started")
-
-    writes.offer("podgroups/ns/busy", job("in flight"))
-    await turns()
-    for name in ("a", "b", "c"):
-        writes.offer(f"podgroups/ns/{name}", job(f"status {name}"))
-    writes.offer("podgroups/ns/gang", job("plan"), keep=True)
-    await turns()
-    gate.set()
-    assert await writes.settle(timeout=5)
-    assert started == ["in flight", "plan", "status a", "status b", "status c"]
-
-
 async def test_a_failing_write_is_counted_and_does_not_stop_the_next_one():
     writes = BackgroundWrites(concurrency=1)
     done: list[str] = []
@@ -252,27 +234,24 @@ async def test_a_cycle_that_places_nothing_reports_the_queue_at_once():
 
 
 async def test_bookkeeping_waits_while_more_pods_wait_for_bindings_than_may_be_in_flight():
-    """A gang's status and its Events leave the API server to a backlog's bindings; its
-    plan, which the bindings wait for, goes at once; the bookkeeping follows once no
-    more pods wait than the binder may have in flight, the status changes meanwhile
-    written once."""
+    """A gang's status and its Events leave the API server to a backlog's bindings; they
+    follow once no more pods wait than the binder may have in flight, the status changes
+    meanwhile written once."""
     api = HeldApi()
     writes = Writes(api, AssumedPods(60), 1, clock=lambda: 1000.0)  # one binding at a time
     group = podgroup(min_member=3)
     assignments = {"ns/a": "n1", "ns/b": "n1", "ns/c": "n1"}
-    plan: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    writes.status("podgroups", group, {"phase": "Scheduling"}, recorded=plan)
-    writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, plan,
+    writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, "",
                      then=lambda outcome: asyncio.sleep(0))
     writes.status("podgroups", group, {"phase": "Placed"})
     writes.event(Event(group, "Normal", "Placed", "placed"))
     await turns()
-    assert api.started == 1  # the plan only: bookkeeping waits for the bindings
+    assert api.started == 1  # one binding in flight: bookkeeping waits for the others
     writes.status("podgroups", group, {"phase": "Running"})  # replaces the queued one
     api.release.set()
     assert await writes.settle(timeout=5)
     statuses = [b["status"]["phase"] for m, p, b in api.calls if p.endswith("/status")]
-    assert statuses == ["Scheduling", "Running"]
+    assert statuses == ["Running"]
     paths = [p for _, p, _ in api.calls]
     second_binding = [i for i, p in enumerate(paths) if p.endswith("/binding")][1]
     assert paths.index(next(p for p in paths if p.endswith("/events"))) > second_binding
@@ -283,7 +262,7 @@ async def test_bookkeeping_does_not_wait_for_bindings_the_binder_has_in_flight()
     api = HeldApi()
     writes = Writes(api, AssumedPods(60), 8, clock=lambda: 1000.0)
     assignments = {"ns/a": "n1", "ns/b": "n1"}
-    writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, None,
+    writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, "",
                      then=lambda outcome: asyncio.sleep(0))
     writes.status("podgroups", podgroup(min_member=2), {"phase": "Placed"})
     await turns()
@@ -296,7 +275,7 @@ async def test_bookkeeping_waits_no_longer_than_its_bound(monkeypatch: Any) -> N
     monkeypatch.setattr("phalanx.operator.binder.BOOKKEEPING_WAIT", 0.05)
     api = HeldApi()
     writes = Writes(api, AssumedPods(60), 1, clock=lambda: 1000.0)
-    writes.bind_gang("ns/pg", {"ns/a": "n1", "ns/b": "n1"}, {"ns/a": {}, "ns/b": {}}, None,
+    writes.bind_gang("ns/pg", {"ns/a": "n1", "ns/b": "n1"}, {"ns/a": {}, "ns/b": {}}, "",
                      then=lambda outcome: asyncio.sleep(0))
     writes.status("podgroups", podgroup(min_member=2), {"phase": "Placed"})
     await turns()

@@ -1,4 +1,4 @@
-"""The writer: nothing before the plan is recorded, all of a gang concurrently (bounded),
+"""The writer: the plan on the first binding, all of a gang concurrently (bounded),
 failures rolled back."""
 
 from __future__ import annotations
@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 from operator_fakes import FakeApi, pod
 
 from manual_clock import turns
+from phalanx.core.model.names import PLAN_ANNOTATION
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.binder import GangBinder
+from phalanx.operator.kube.client import JSON, Reply
 
 
 def gang(n: int) -> tuple[dict[str, str], dict[str, dict]]:
@@ -20,22 +23,38 @@ def gang(n: int) -> tuple[dict[str, str], dict[str, dict]]:
     return assignments, pods
 
 
-async def test_no_pod_is_bound_before_the_plan_is_recorded_and_all_are_after():
-    api, assumed = FakeApi(), AssumedPods(60)
-    assignments, pods = gang(8)
-    recorded: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+class HeldApi(FakeApi):
+    """Notes each request as it is sent, and answers none before `release`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, Any]] = []
+        self.release = asyncio.Event()
+
+    async def request(self, method: str, path: str, body: Any = None,
+                      content_type: str = JSON) -> Reply:
+        self.sent.append((path, body))
+        await self.release.wait()
+        return await super().request(method, path, body, content_type)
+
+
+async def test_the_plan_rides_on_the_first_binding_sent_and_the_rest_do_not_wait_for_it():
+    api, assumed = HeldApi(), AssumedPods(60)
+    assignments, pods = gang(4)
     writer = GangBinder(api, assumed, 4)
-    task = asyncio.create_task(writer.place_gang("ns/g", assignments, pods, recorded=recorded))
+    task = asyncio.create_task(writer.place_gang("ns/g", assignments, pods, plan="PLAN"))
     await turns()
-    assert api.in_flight == 0 and api.calls == []
+    assert len(api.sent) == 4  # all in flight at once, none answered yet
+    assert api.sent[0][1]["metadata"]["name"] == "p0"
+    assert api.sent[0][1]["metadata"]["annotations"] == {PLAN_ANNOTATION: "PLAN"}
+    assert all("annotations" not in body["metadata"] for _, body in api.sent[1:])
     assert all(assumed.node_of(k) == v for k, v in assignments.items())
-    recorded.set_result(True)
+    api.release.set()
     outcome = await task
-    assert len(outcome.placed) == 8 and not outcome.failed
+    assert len(outcome.placed) == 4 and not outcome.failed
     bindings = [body for m, p, body in api.calls if p.endswith("/binding")]
     assert {(b["metadata"]["name"], b["target"]["name"]) for b in bindings} == {
         (k.split("/")[1], v) for k, v in assignments.items()}
-    assert all(assumed.node_of(k) == v for k, v in assignments.items())
     assert writer.in_flight == 0
 
 
@@ -45,17 +64,6 @@ async def test_requests_in_flight_are_bounded():
     await GangBinder(api, AssumedPods(60), 8).place_gang("ns/g", assignments, pods)
     assert api.max_in_flight <= 8
     assert len(api.paths("POST")) == 64
-
-
-async def test_nothing_is_bound_when_the_plan_could_not_be_recorded():
-    api, assumed = FakeApi(), AssumedPods(60)
-    assignments, pods = gang(4)
-    recorded: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    recorded.set_result(False)  # the status write failed: the group is gone
-    writer = GangBinder(api, assumed, 4)
-    outcome = await writer.place_gang("ns/g", assignments, pods, recorded=recorded)
-    assert outcome.skipped and not outcome.placed
-    assert api.calls == [] and len(assumed) == 0 and writer.in_flight == 0
 
 
 async def test_failed_bindings_are_not_assumed_and_reported():

@@ -1,31 +1,38 @@
-"""A leftover plan is finished, dropped or cleared depending on how far it got."""
+"""A leftover plan is finished, dropped or left alone depending on how far it got."""
 
 from __future__ import annotations
 
-from operator_fakes import pod, podgroup
+from typing import Any
 
-from phalanx.operator.plans import LeftoverAction, Plan, decode_plan, resolve
+from operator_fakes import pod
 
-PLAN = Plan("p1", {"ns/a": "n1", "ns/b": "n2", "ns/c": "n3"})
+from phalanx.operator.plans import LeftoverAction, Plan, PlanBook, decode_plan, resolve
 
-
-def test_plan_round_trips_through_the_status():
-    group = podgroup(status={"plan": PLAN.status()})
-    assert decode_plan(group) == PLAN
+PLAN = Plan("p1", "ns/g", {"ns/a": "n1", "ns/b": "n2", "ns/c": "n3"}, 1000.0)
 
 
-def test_a_plan_replacing_another_removes_the_pods_it_does_not_have():
-    """A merge patch merges maps: pods of the old plan must be nulled explicitly."""
-    old = Plan("p0", {"ns/a": "n9", "ns/z": "n9"}).status()
-    patch = PLAN.status(replacing=old)
-    assert patch["pods"]["ns/z"] is None and patch["pods"]["ns/a"] == "n1"
-    merged = {**old["pods"], **patch["pods"]}
-    assert decode_plan(podgroup(status={"plan": {"id": patch["id"], "pods": merged}})) == PLAN
+def carrying(plan: Plan, name: str = "a", node: str = "n1", **kw: Any) -> dict[str, Any]:
+    """A pod bound with `plan` on its binding, as the API server leaves it."""
+    body = pod(name, node=node, **kw)
+    body["metadata"].setdefault("annotations", {})["scheduling.phalanx.io/plan"] = (
+        plan.annotation())
+    return body
+
+
+def test_plan_round_trips_through_the_annotation():
+    assert decode_plan(carrying(PLAN)) == PLAN
+    plan = Plan("p2", "ns/g", {"ns/a": "n1", "ns/b": "n1"}, 5.5, {"ns/a": "3", "ns/b": "0,1"},
+                {"ns/a": "uid-a"})
+    assert decode_plan(carrying(plan)) == plan
 
 
 def test_unreadable_plan_is_no_plan():
-    assert decode_plan(podgroup(status={"plan": {"x": 1}})) is None
-    assert decode_plan(podgroup(status={"plan": "not a map"})) is None
+    body = pod("a", node="n1")
+    body["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": '{"x": 1}'}
+    assert decode_plan(body) is None
+    body["metadata"]["annotations"] = {"scheduling.phalanx.io/plan": "not json"}
+    assert decode_plan(body) is None
+    assert decode_plan(pod("a", node="n1")) is None
 
 
 def test_partly_bound_plan_is_finished_on_the_same_nodes():
@@ -33,11 +40,6 @@ def test_partly_bound_plan_is_finished_on_the_same_nodes():
     result = resolve(PLAN, pods, {"n1", "n2", "n3"})
     assert result.action is LeftoverAction.FINISH
     assert result.remaining == {"ns/b": "n2", "ns/c": "n3"}
-
-
-def test_plan_with_nothing_bound_is_dropped():
-    pods = {"ns/a": pod("a"), "ns/b": pod("b"), "ns/c": pod("c")}
-    assert resolve(PLAN, pods, {"n1", "n2", "n3"}).action is LeftoverAction.DROP
 
 
 def test_plan_whose_node_vanished_is_dropped():
@@ -58,9 +60,30 @@ def test_ungated_pods_count_as_placed():
     assert result.action is LeftoverAction.FINISH and result.remaining == {"ns/b": "n2"}
 
 
-def test_a_plan_keeps_the_gpu_devices_of_its_pods_through_the_status():
-    plan = Plan("p2", {"ns/a": "n1", "ns/b": "n1"}, {"ns/a": "3", "ns/b": "0,1"})
-    assert decode_plan(podgroup(status={"plan": plan.status()})) == plan
-    patch = PLAN.status(replacing=plan.status())
-    assert patch["devices"] == {"ns/a": None, "ns/b": None}  # merge patch: nulled
-    assert "devices" not in PLAN.status()
+def test_a_pod_made_again_under_a_planned_name_is_not_the_plans():
+    plan = Plan("p3", "ns/g", {"ns/a": "n1", "ns/b": "n2"}, 1000.0, uids={"ns/b": "old"})
+    again = pod("b")
+    again["metadata"]["uid"] = "new"
+    pods = {"ns/a": pod("a", node="n1"), "ns/b": again}
+    assert resolve(plan, pods, {"n1", "n2"}).action is LeftoverAction.DONE
+
+
+def test_leftovers_are_a_previous_leaders_young_plans_each_handed_out_once():
+    book = PlanBook(finish_seconds=60)
+    own = book.start("ns/mine", {"ns/x": "n1", "ns/y": "n1"}, {}, {}, now=1000.0)
+    pods = [carrying(PLAN), carrying(PLAN, "b", "n2"), carrying(own, "x"),
+            carrying(Plan("old", "ns/h", {"ns/z": "n1"}, 900.0), "z")]
+    assert book.leftovers(pods, now=1030.0) == [PLAN]  # not ours, not past 60 s
+    assert book.leftovers(pods, now=1031.0) == []  # handed out already
+    unbound = carrying(Plan("p9", "ns/k", {"ns/k": "n1"}, 1000.0), "k")
+    del unbound["spec"]["nodeName"]
+    assert PlanBook(60).leftovers([unbound], now=1001.0) == []  # only bound pods carry one
+
+
+def test_a_new_plan_names_its_pods_uids():
+    book = PlanBook(60, new_id=lambda: "id1")
+    pods = {"ns/a": pod("a"), "ns/b": pod("b")}
+    pods["ns/a"]["metadata"]["uid"] = "u-a"
+    plan = book.start("ns/g", {"ns/a": "n1", "ns/b": "n2"}, {"ns/a": "0"}, pods, now=7.0)
+    assert plan == Plan("id1", "ns/g", {"ns/a": "n1", "ns/b": "n2"}, 7.0, {"ns/a": "0"},
+                        {"ns/a": "u-a", "ns/b": "uid-b"})

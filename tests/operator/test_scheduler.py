@@ -8,7 +8,9 @@ from typing import Any
 from operator_fakes import QUEUE, TOPOLOGY, FakeApi, node, pod, podgroup, settled_cycle
 
 from phalanx.config import Settings
+from phalanx.core.model.names import PLAN_ANNOTATION
 from phalanx.operator.cache import ClusterCache
+from phalanx.operator.plans import Plan, decode_plan
 from phalanx.operator.scheduler import Scheduler
 
 
@@ -69,17 +71,39 @@ async def test_an_idle_cluster_causes_no_writes():
     assert api.calls == []
 
 
+def planned(body: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """`body` bound with `plan` on its binding, as a crashed leader leaves its first pod."""
+    body["metadata"].setdefault("annotations", {})[PLAN_ANNOTATION] = plan.annotation()
+    return body
+
+
 async def test_a_leftover_plan_is_finished_on_its_nodes_first():
-    group = podgroup(min_member=2, status={"plan": {"id": "old", "pods": {
-        "ns/a": "n2", "ns/b": "n3"}}})
-    objects = cluster(group, gpu_pod("a", node="n2"), gpu_pod("b"), podgroup("other", min_member=1),
-                      gpu_pod("c", group="other"))
+    # the plan's node for b is in the other rack: placed afresh, b would join a in r1
+    plan = Plan("old", "ns/g", {"ns/a": "n2", "ns/b": "n0"}, 990.0)
+    objects = cluster(podgroup(min_member=2), planned(gpu_pod("a", node="n2"), plan),
+                      gpu_pod("b"), podgroup("other", min_member=1), gpu_pod("c", group="other"))
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                                  clock=lambda: 1000.0))
     bindings = {(b["metadata"]["name"], b["target"]["name"])
                 for m, p, b in api.calls if p.endswith("/binding")}
-    assert ("b", "n3") in bindings
-    assert ("c", "n3") not in bindings  # the plan's node was reserved before the cycle
+    assert ("b", "n0") in bindings
+    assert ("c", "n0") not in bindings  # the plan's node was reserved before the cycle
+
+
+async def test_a_plan_past_the_partial_grace_is_not_finished():
+    """A plan older than `partial_grace_seconds` is history (its gang was given up for
+    partly bound by then): the cycle places the pod, not the plan."""
+    plan = Plan("old", "ns/g", {"ns/a": "n2", "ns/b": "n3"}, 1000.0 - 61)
+    busy = gpu_pod("z", group="other", node="n3")
+    objects = cluster(podgroup(min_member=2), podgroup("other", min_member=1),
+                      planned(gpu_pod("a", node="n2"), plan), gpu_pod("b"), busy)
+    api = FakeApi()
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api,
+                                  Settings(partial_grace_seconds=60), clock=lambda: 1000.0))
+    targets = {b["metadata"]["name"]: b["target"]["name"]
+               for m, p, b in api.calls if p.endswith("/binding")}
+    assert targets.get("b") not in (None, "n3")  # n3 is full: only the stale plan said it
 
 
 def quarter_pod(name: str, **kw: Any) -> dict[str, Any]:
@@ -91,28 +115,30 @@ def quarter_pod(name: str, **kw: Any) -> dict[str, Any]:
 
 async def test_a_leftover_plan_is_finished_with_the_gpu_devices_it_recorded():
     """The operator died after binding a (device 5 of n3, written on it) and before b:
-    the next one binds b with the device the plan recorded, not one chosen afresh (a
-    fresh choice would take device 0 of an empty node, or any other)."""
-    group = podgroup(min_member=2, status={"plan": {"id": "old", "pods": {
-        "ns/a": "n3", "ns/b": "n3"}, "devices": {"ns/a": "5", "ns/b": "5"}}})
-    bound = quarter_pod("a", node="n3")
+    the next one binds b with the device the plan recorded (2), not one chosen afresh (a
+    fresh choice packs b onto a's device, or takes any other node)."""
+    plan = Plan("old", "ns/g", {"ns/a": "n3", "ns/b": "n3"}, 990.0,
+                {"ns/a": "5", "ns/b": "2"})
+    bound = planned(quarter_pod("a", node="n3"), plan)
     bound["metadata"]["annotations"]["scheduling.phalanx.io/gpu-index"] = "5"
-    objects = cluster(group, bound, quarter_pod("b"))
+    objects = cluster(podgroup(min_member=2), bound, quarter_pod("b"))
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                                  clock=lambda: 1000.0))
     bindings = {b["metadata"]["name"]: (b["target"]["name"], b["metadata"].get("annotations"))
                 for m, p, b in api.calls if p.endswith("/binding")}
-    assert bindings == {"b": ("n3", {"scheduling.phalanx.io/gpu-index": "5"})}
+    assert bindings == {"b": ("n3", {"scheduling.phalanx.io/gpu-index": "2"})}
 
 
-async def test_a_plan_with_nothing_bound_is_dropped_and_replanned():
-    group = podgroup(min_member=2, status={"plan": {"id": "old", "pods": {
-        "ns/a": "gone-node", "ns/b": "n3"}}})
-    objects = cluster(group, gpu_pod("a"), gpu_pod("b"))
+async def test_a_plan_whose_node_is_gone_is_dropped_and_the_rest_replanned():
+    plan = Plan("old", "ns/g", {"ns/a": "n2", "ns/b": "gone-node"}, 990.0)
+    objects = cluster(podgroup(min_member=2), planned(gpu_pod("a", node="n2"), plan),
+                      gpu_pod("b"))
     api = FakeApi()
-    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings()))
+    await settled_cycle(Scheduler(ClusterCache.from_objects(objects), api, Settings(),
+                                  clock=lambda: 1000.0))
     targets = {b["target"]["name"] for m, p, b in api.calls if p.endswith("/binding")}
-    assert len(targets) == 2 and "gone-node" not in targets
+    assert len(targets) == 1 and "gone-node" not in targets
 
 
 async def run_partial(controller: bool) -> FakeApi:
@@ -234,25 +260,23 @@ async def test_a_gang_whose_pods_are_still_arriving_gets_no_status_until_the_gra
     assert conditions[0]["message"].startswith("PodGroup g (GangIncomplete): ")
 
 
-async def test_a_placed_gangs_plan_rides_on_its_status_write_before_any_binding():
-    """A crash between two bindings is recoverable, at no write of its own: the plan is in
-    the status write that reports the placement, and the next status write removes it."""
+async def test_a_placed_gangs_plan_rides_on_its_first_binding():
+    """A crash between two bindings is recoverable, at no write of its own: the plan is
+    on the gang's first binding (the API server copies it onto the pod)."""
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = FakeApi()
     scheduler = Scheduler(ClusterCache.from_objects(objects), api, Settings(),
                           clock=lambda: 1000.0)
     await settled_cycle(scheduler)
-    writes = [(p, b) for m, p, b in api.calls if "/podgroups/" in p or p.endswith("/binding")]
-    assert writes[0][0].endswith("/podgroups/g/status")
-    assert set(writes[0][1]["status"]["plan"]["pods"]) == {"ns/a", "ns/b"}
-    assert sorted(p.rsplit("/", 2)[-2] for p, _ in writes[1:]) == ["a", "b"]
-    assert all(p.endswith("/binding") for p, _ in writes[1:])
-    pods_start_running(api, objects)
-    api.calls.clear()
-    await settled_cycle(scheduler)
+    bindings = [b for m, p, b in api.calls if p.endswith("/binding")]
+    assert len(bindings) == 2
+    first, second = bindings
+    plan = decode_plan(first)
+    assert plan is not None and plan.group == "ns/g" and set(plan.pods) == {"ns/a", "ns/b"}
+    assert plan.uids == {"ns/a": "uid-a", "ns/b": "uid-b"}
+    assert PLAN_ANNOTATION not in (second["metadata"].get("annotations") or {})
     statuses = [b["status"] for m, p, b in api.calls if p.endswith("/podgroups/g/status")]
-    assert len(statuses) == 1 and statuses[0]["plan"] is None
-    assert statuses[0]["phase"] == "Running"
+    assert statuses and all("plan" not in status for status in statuses)
     assert [p for m, p, b in api.calls if p.endswith("/podgroups/g")] == []  # no metadata write
 
 

@@ -11,17 +11,12 @@ Status writes of one object go out one at a time, latest wins: an object whose s
 changes twice while a write is in flight gets one more write (the newest), never two
 racing ones landing in the wrong order.
 
-A write that others wait for (a gang's plan, which its bindings wait for) takes the next
-free slot before every other waiting write: behind the status writes and Events of
-1,700 gangs, plans waited 10-25 s for a slot at bench-5000 (arrival mode), and the
-gangs' bindings with them.
-
-Bookkeeping yields to a backlog's bindings: a status write that nothing waits for, and
-an Event, waits (up to `quiet`'s bound, see the binder) while more pods wait for their
-bindings than may be in flight. They shared the API server with the bindings: at
-bench-1000 (backlog) 1.32 requests per pod bound, against the ceiling contender's 1.0,
-and the bindings came at ~80% of its rate. Waiting, a PodGroup's status changes
-meanwhile collapse into one write (latest wins).
+Bookkeeping yields to a backlog's bindings: a status write, and an Event, waits (up to
+`quiet`'s bound, see the binder) while more pods wait for their bindings than may be in
+flight. They shared the API server with the bindings: at bench-1000 (backlog) 1.32
+requests per pod bound, against the ceiling contender's 1.0, and the bindings came at
+~80% of its rate. Waiting, a PodGroup's status changes meanwhile collapse into one write
+(latest wins).
 """
 
 from __future__ import annotations
@@ -41,37 +36,33 @@ T = TypeVar("T")
 
 
 class Slots:
-    """At most `limit` holders; waiters are served in order, those marked `first` before
-    all others."""
+    """At most `limit` holders; waiters are served in order."""
 
     def __init__(self, limit: int) -> None:
         self.free = limit
-        self._first: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._others: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    async def acquire(self, first: bool = False) -> None:
+    async def acquire(self) -> None:
         if self.free:  # nobody waits while a slot is free
             self.free -= 1
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        queue = self._first if first else self._others
-        queue.append(turn)
+        self._waiting.append(turn)
         try:
             await turn
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
                 self.release()  # handed over just as the waiter was cancelled
             else:
-                queue.remove(turn)
+                self._waiting.remove(turn)
             raise
 
     def release(self) -> None:
-        for queue in (self._first, self._others):
-            while queue:
-                turn = queue.popleft()
-                if not turn.done():
-                    turn.set_result(None)
-                    return
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
         self.free += 1
 
 
@@ -81,9 +72,8 @@ class BackgroundWrites:
         self._slots = Slots(concurrency)
         self._quiet = quiet  # returns when bookkeeping may go (see the module's doc)
         self._tasks: set[asyncio.Task[None]] = set()
-        # object key -> writes not started yet (job, kept, bookkeeping): kept ones, then at
-        # most one replaceable
-        self._pending: dict[str, list[tuple[Job, bool, bool]]] = {}
+        # object key -> the write not started yet (job, bookkeeping): the newest only
+        self._pending: dict[str, tuple[Job, bool]] = {}
         self._draining: set[str] = set()  # object keys with a writer task
         self.failures = 0
 
@@ -96,26 +86,21 @@ class BackgroundWrites:
         self._tasks.add(task)
         task.add_done_callback(self._finished)
 
-    def offer(self, key: str, job: Job, keep: bool = False, bookkeeping: bool = True) -> None:
+    def offer(self, key: str, job: Job, bookkeeping: bool = True) -> None:
         """Write `key` with `job`, after any write of `key` in flight; it replaces a queued
-        one unless that one is to be kept (a write others wait for, e.g. a gang's plan).
-        A kept write is never bookkeeping; others are unless told (one per queue or
-        topology per cycle: too few to matter, and read at once)."""
-        queue = self._pending.setdefault(key, [])
-        if queue and not queue[-1][1]:
-            queue.pop()
-        queue.append((job, keep, bookkeeping and not keep))
+        one. It is bookkeeping unless told (one per queue or topology per cycle: too few
+        to matter, and read at once)."""
+        self._pending[key] = (job, bookkeeping)
         if key not in self._draining:
             self._draining.add(key)
             self.spawn(self._drain(key), name=f"status {key}")
 
-    async def bounded(self, job: Callable[[], Awaitable[T]], first: bool = False,
-                      bookkeeping: bool = False) -> T:
+    async def bounded(self, job: Callable[[], Awaitable[T]], bookkeeping: bool = False) -> T:
         """Run `job` holding one of the shared slots (the API server's fair share);
-        `first`: before every waiting write that is not; `bookkeeping`: after `quiet`."""
+        `bookkeeping`: after `quiet`."""
         if bookkeeping and self._quiet is not None:
             await self._quiet()
-        await self._slots.acquire(first)
+        await self._slots.acquire()
         try:
             return await job()
         finally:
@@ -141,17 +126,17 @@ class BackgroundWrites:
 
     async def _drain(self, key: str) -> None:
         try:
-            while self._pending.get(key):
-                job, kept, bookkeeping = self._pending[key].pop(0)
+            while key in self._pending:
+                if self._pending[key][1] and self._quiet is not None:
+                    await self._quiet()  # a newer write offered meanwhile replaces it
+                job, _ = self._pending.pop(key)
                 try:
-                    await self.bounded(job, first=kept, bookkeeping=bookkeeping)
+                    await self.bounded(job)
                 except Exception:  # the object's next write must not wait for another offer
                     self.failures += 1
                     log.exception("status write failed", object=key)
         finally:
             self._draining.discard(key)
-            if not self._pending.get(key):
-                self._pending.pop(key, None)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

@@ -1,12 +1,11 @@
 """The gang binder: a gang's pods bound (or un-gated) together, plan first.
 
-Per gang: 1. every pod is assumed on its node. 2. The PodGroup's status write records
-the plan (pod -> node, see plans.py); if that fails (group deleted), nothing else is
-written. 3. Bindings (binder mode) or pin-and-ungate patches (gate mode) go out as one
-burst: the gang takes a slot per pod (up to the bound on requests in flight, shared by
-all gangs in turn; a large gang's burst goes alone, see slots.py), so its pods land
-together. 5. Failed pods are un-assumed; the
-next status write removes the plan.
+Per gang: 1. every pod is assumed on its node. 2. Bindings (binder mode) or
+pin-and-ungate patches (gate mode) go out as one burst: the gang takes a slot per pod
+(up to the bound on requests in flight, shared by all gangs in turn; a large gang's
+burst goes alone, see slots.py), so its pods land together. The first request sent
+carries the plan (pod -> node, see plans.py) as an annotation. 3. Failed pods are
+un-assumed.
 
 A failed write (node gone, pod deleted, conflict) cannot undo the others: a binding is
 final. Those pods stay bound and count as placed members; the next cycles place the
@@ -21,10 +20,10 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from phalanx.core.model.names import GPU_INDEX_ANNOTATION
+from phalanx.core.model.names import GPU_INDEX_ANNOTATION, PLAN_ANNOTATION
 from phalanx.operator.assumed import AssumedPods
 from phalanx.operator.assumed_claims import AssumedClaims
 from phalanx.operator.cache import Body
@@ -59,18 +58,29 @@ class GangWritten:
         return bool(self.placed) and bool(self.failed)
 
 
-def binding_body(namespace: str, name: str, node: str, devices: str = "") -> dict[str, Any]:
+def binding_body(namespace: str, name: str, node: str, devices: str = "",
+                 plan: str = "") -> dict[str, Any]:
     """The pods/binding body; the API server copies a Binding's annotations onto the pod
-    in the same write, so the GPU devices chosen (`devices`) land with the bind."""
+    in the same write, so the GPU devices chosen (`devices`) and the gang's plan (`plan`,
+    on its first binding) land with the bind."""
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if devices:
-        metadata["annotations"] = {GPU_INDEX_ANNOTATION: devices}
+    annotations = pod_annotations(devices, plan)
+    if annotations:
+        metadata["annotations"] = annotations
     return {
         "apiVersion": "v1",
         "kind": "Binding",
         "metadata": metadata,
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
+
+
+def pod_annotations(devices: str, plan: str) -> dict[str, str]:
+    """What a pod's bind or un-gate writes on it: its GPU devices, the gang's plan."""
+    annotations = {GPU_INDEX_ANNOTATION: devices} if devices else {}
+    if plan:
+        annotations[PLAN_ANNOTATION] = plan
+    return annotations
 
 
 class GangBinder:
@@ -147,13 +157,13 @@ class GangBinder:
         group_key: str,
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
-        recorded: Awaitable[bool] | None = None,
+        plan: str = "",
         devices: Mapping[str, str] | None = None,
         claims: GangClaims | None = None,
     ) -> Coroutine[Any, Any, GangWritten]:
         """Assume every assigned pod on its node now, and return the writes to await (or
-        run in the background). With `recorded`, nothing is bound before it says the
-        plan is in the PodGroup's status (False: the gang is not placed). `devices`:
+        run in the background). `plan` (the plan annotation's text) goes on the first
+        pod's request, sent before the others. `devices`:
         pod key -> the GPU devices chosen (gpu-index text), written with its bind.
         `claims`: the gang's DRA claims, written before any binding."""
         devices = dict(devices or {})
@@ -161,22 +171,17 @@ class GangBinder:
             uid = str((pods.get(pod_key) or {}).get("metadata", {}).get("uid") or "")
             self._assumed.assume(pod_key, node, devices=devices.get(pod_key, ""), uid=uid)
         self._track(len(assignments))
-        return self._write_gang(group_key, dict(assignments), pods, recorded, devices, claims)
+        return self._write_gang(group_key, dict(assignments), pods, plan, devices, claims)
 
     async def _write_gang(
         self,
         group_key: str,
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
-        recorded: Awaitable[bool] | None,
+        plan: str,
         devices: Mapping[str, str],
         claims: GangClaims | None = None,
     ) -> GangWritten:
-        if recorded is not None and not await recorded:
-            for pod_key in assignments:
-                self._assumed.forget(pod_key)
-            self._track(-len(assignments))
-            return GangWritten(group_key, skipped="plan not recorded in the PodGroup's status")
         failed: dict[str, str] = {}
         if claims is not None and claims.writes:
             failed = await write_claims(self._api, claims, self._slots.limit,
@@ -186,7 +191,8 @@ class GangBinder:
             self._track(-len(failed))
             assignments = {k: v for k, v in assignments.items() if k not in failed}
         started: list[tuple[float, int]] = []
-        replies = await self._burst(assignments, pods, devices, started) if assignments else {}
+        replies = (await self._burst(assignments, pods, devices, started, plan)
+                   if assignments else {})
         placed = []
         for key in assignments:
             reply = replies[key]
@@ -203,21 +209,24 @@ class GangBinder:
 
     async def _burst(
         self, assignments: Mapping[str, str], pods: Mapping[str, Body],
-        devices: Mapping[str, str], started: list[tuple[float, int]],
+        devices: Mapping[str, str], started: list[tuple[float, int]], plan: str = "",
     ) -> dict[str, Reply]:
         """Every pod's write, on the gang's slots (see slots.py for whose turn it is):
         each sender sends the next pod's request until none is left. `started` gets the
         moment the slots were taken (the burst's start, for the gang's log line) and the
-        bound on requests in flight then."""
+        bound on requests in flight then. The first pod's request, sent before any
+        other, carries `plan`."""
         todo = iter(list(assignments.items()))
+        first = next(iter(assignments), None)
         replies: dict[str, Reply] = {}
         burst: Burst | None = None
 
         async def sender(burst: Burst) -> None:
             try:
                 for key, node in todo:
-                    replies[key] = await self._place_pod(key, node, pods.get(key),
-                                                         devices.get(key, ""), not burst.alone)
+                    replies[key] = await self._place_pod(
+                        key, node, pods.get(key), devices.get(key, ""), not burst.alone,
+                        plan if key == first else "")
             finally:
                 burst.sender_done()
 
@@ -254,12 +263,12 @@ class GangBinder:
             self._slots.resize(limit)
 
     async def _place_pod(self, pod_key: str, node: str, pod: Body | None, devices: str,
-                         shared: bool) -> Reply:
+                         shared: bool, plan: str = "") -> Reply:
         sent = self._clock()
         self._sent += 1
         ahead = self._sent  # in flight as it is sent, itself included: what its reply waits on
         try:
-            reply = await self._write_pod(pod_key, node, pod, devices)
+            reply = await self._write_pod(pod_key, node, pod, devices, plan)
             if shared:
                 self._replied(self._clock() - sent, ahead)
         finally:
@@ -270,11 +279,12 @@ class GangBinder:
                                   final=pod is None or not is_gated(pod))
         return reply
 
-    async def _write_pod(self, pod_key: str, node: str, pod: Body | None, devices: str) -> Reply:
+    async def _write_pod(self, pod_key: str, node: str, pod: Body | None, devices: str,
+                         plan: str = "") -> Reply:
         namespace, name = pod_key.split("/", 1)
         self.requests += 1
         if pod is not None and is_gated(pod):
-            patch = ungate_patch(pod, node, devices)
+            patch = ungate_patch(pod, node, devices, plan)
             return await self._api.request("PATCH", pod_path(namespace, name), patch, MERGE_PATCH)
-        body = binding_body(namespace, name, node, devices)
+        body = binding_body(namespace, name, node, devices, plan)
         return await self._api.request("POST", pod_path(namespace, name, "binding"), body)

@@ -1,7 +1,7 @@
-"""Carrying out the core's bindings: each gang's plan (written in its PodGroup's status
-first), its bindings as one burst in the background, and what came of them (metrics, a
-log line per gang, an Event when some failed or its PodGroup went away meanwhile). A
-previous leader's leftover plans are finished before anything else is planned."""
+"""Carrying out the core's bindings: each gang's plan (on its first binding, plans.py),
+its bindings as one burst in the background, and what came of them (metrics, a log line
+per gang, an Event when some failed or its PodGroup went away meanwhile). A previous
+leader's leftover plans are finished before anything else is planned."""
 
 from __future__ import annotations
 
@@ -54,23 +54,23 @@ class GangWrites:
         self._metrics = metrics
         self._workload_gangs = workload_gangs
 
-    async def recover_plans(self, pods: Mapping[str, Body]) -> None:
-        """Plans this process did not write (a previous leader's); almost every cycle has
-        none, so the node names are only gathered when one is found."""
-        leftovers = self._plans.leftovers(list(self._cache.objects(Kind.POD_GROUP)))
+    async def recover_plans(self, pods: Mapping[str, Body], now: float) -> None:
+        """Plans this process did not write (a previous leader's), on the pods bound
+        with them; almost every cycle has none, so the node names are only gathered when
+        one is found."""
+        leftovers = self._plans.leftovers(pods.values(), now)
         if not leftovers:
             return
         nodes = {object_key(n) for n in self._cache.objects(Kind.NODE)}
-        for group, plan in leftovers:
+        for plan in leftovers:
+            group = self._cache.get(Kind.POD_GROUP, plan.group) or {}
             queue = str(group.get("spec", {}).get("queue") or DEFAULT_QUEUE)
-            with group_context(object_key(group), queue):
-                await self._recover_plan(object_key(group), plan, pods, nodes)
+            with group_context(plan.group, queue):
+                await self._recover_plan(plan, pods, nodes)
 
-    async def _recover_plan(
-        self, key: str, plan: Plan, pods: Mapping[str, Body], nodes: set[str]
-    ) -> None:
+    async def _recover_plan(self, plan: Plan, pods: Mapping[str, Body], nodes: set[str]) -> None:
         resolution = resolve(plan, pods, nodes)
-        if resolution.action is not LeftoverAction.FINISH:  # the next status write removes it
+        if resolution.action is not LeftoverAction.FINISH:
             log.info("plan dropped", action=resolution.action.value)
             return
         claims = ByKey(self._cache.view().get(Kind.RESOURCE_CLAIM, {}))
@@ -79,18 +79,14 @@ class GangWrites:
         if not remaining:  # its pods' claims were never written: the cycles place them
             log.info("plan dropped", action="claims not allocated")
             return
-        self._plans.hold(key, plan)  # the status keeps it until the pods are bound
-        try:
-            outcome = await self._writes.bind_now(key, remaining, pods, plan.devices)
-        finally:
-            self._plans.release(key, plan)
+        outcome = await self._writes.bind_now(plan.group, remaining, pods, plan.devices)
         self._count(outcome)
         log.info("plan finished", placed=len(outcome.placed), failed=len(outcome.failed))
 
-    def place(self, result: CycleResult, pods: Mapping[str, Body],
+    def place(self, result: CycleResult, pods: Mapping[str, Body], now: float,
               dra: DraInventory | None = None) -> dict[str, int]:
         """Assume every decided gang on its nodes now and write it in the background, its
-        plan first (in the group's status write); returns pods per gang started. `dra`:
+        plan on its first binding; returns pods per gang started. `dra`:
         the snapshot's DRA objects, for the gangs whose pods have claims to write; a gang
         with a claim kube-controller-manager has not made yet waits for the next cycle."""
         gangs: dict[str, dict[str, str]] = {}
@@ -113,25 +109,18 @@ class GangWrites:
                     claims[key] = gang
         for key, assignments in gangs.items():
             decision = result.decision(key)
-            plan, recorded = None, None
             chosen = devices.get(key, {})
-            # a gang of one pod cannot be left partly bound: no plan, no write to wait for
-            # (at bench-5000, 502 of 1,700 gangs)
-            if decision is not None and not decision.implicit and len(assignments) > 1 and (
-                    self._cache.get(Kind.POD_GROUP, key) is not None):
-                plan, recorded = self._plans.start(key, assignments, chosen)
-
             grouped = decision is not None and not decision.implicit
+            # a gang of one pod cannot be left partly bound: no plan to carry
+            plan = (self._plans.start(key, assignments, chosen, pods, now).annotation()
+                    if grouped and len(assignments) > 1 else "")
 
-            async def written(outcome: GangWritten, key: str = key, plan: Plan | None = plan,
-                              gang: Mapping[str, str] = assignments,
+            async def written(outcome: GangWritten, gang: Mapping[str, str] = assignments,
                               grouped: bool = grouped) -> None:
-                if plan is not None:
-                    self._plans.release(key, plan)  # the next status write removes it
                 self._count(outcome)
                 self._report_gang(outcome, gang if grouped else None, pods)
 
-            self._writes.bind_gang(key, assignments, pods, recorded, written, chosen,
+            self._writes.bind_gang(key, assignments, pods, plan, written, chosen,
                                    claims.get(key))
         return {key: len(assignments) for key, assignments in gangs.items()}
 

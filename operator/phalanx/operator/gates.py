@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.core.model.names import GANG_GATE, GPU_INDEX_ANNOTATION
+from phalanx.core.model.names import GANG_GATE, GPU_INDEX_ANNOTATION, PLAN_ANNOTATION
 from phalanx.operator.cache import Body
 
 
@@ -34,10 +34,11 @@ def pinned_terms(pod: Body, node: str) -> list[dict[str, Any]]:
     ]
 
 
-def ungate_patch(pod: Body, node: str, devices: str = "") -> dict[str, Any]:
+def ungate_patch(pod: Body, node: str, devices: str = "", plan: str = "") -> dict[str, Any]:
     """A JSON merge patch: lists are replaced whole, so both lists are written in full.
     The GPU devices chosen (`devices`, the gpu-index annotation's text) go in the same
-    patch, so no pod is ever un-gated without them."""
+    patch, so no pod is ever un-gated without them, and so does the gang's plan (`plan`,
+    on its first pod: plans.py)."""
     spec = pod.get("spec", {})
     gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != GANG_GATE]
     terms = pinned_terms(pod, node)
@@ -51,6 +52,9 @@ def ungate_patch(pod: Body, node: str, devices: str = "") -> dict[str, Any]:
             },
         }
     }
-    if devices:
-        patch["metadata"] = {"annotations": {GPU_INDEX_ANNOTATION: devices}}
+    annotations = {GPU_INDEX_ANNOTATION: devices} if devices else {}
+    if plan:
+        annotations[PLAN_ANNOTATION] = plan
+    if annotations:
+        patch["metadata"] = {"annotations": annotations}
     return patch

@@ -1,74 +1,88 @@
-"""The intended placement of a gang, in its PodGroup's status before any pod is placed.
+"""The intended placement of a gang, written with its first binding.
 
-The plan rides on the status write that reports the placement (and is removed by the
-next status write once the pods are bound): a PodGroup write costs the API server as
-much as two or three Events, so it gets no writes of its own.
+A crash between two bindings of a gang must not leave it partly placed for good. So the
+whole plan (each pod's node and GPU devices) rides as an annotation on the gang's first
+binding request, started before its others, and the API server copies it onto that pod
+in the same write: the plan costs no write of its own. Written in the PodGroup's status
+before the bindings, as it was, it cost a CRD status write per gang, and at bench-1000
+(backlog) those 500 writes took the first 3.5 s of the run, while the bindings waiting
+for them went at half the API server's rate. The other bindings do not wait for the
+first one's reply: waiting spread a gang's bindings over more than 2 s for half the
+gangs of bench-1000 (the operator's event loop answers late on a busy machine). So a
+crash leaves a gang partly bound without its plan only if the first request was lost
+while a later one landed; that gang is then what a failed binding leaves too, and the
+partial-gang rule takes it (core/admission/partial.py: its missing pods are placed next
+to the bound ones, or the gang is released after `partial_grace_seconds`).
 
-A restarted operator reads leftover plans first: a plan with some pods already placed
-is finished (the rest go to the same nodes, reserved before the cycle runs); a plan
-with none placed is dropped and the group planned afresh; a plan whose nodes are gone
-is dropped too, and the bound pods count as placed members of the group.
+A restarted operator (or a new leader) reads leftover plans first, from the bound pods
+that carry one: a plan with some pods placed is finished (the rest go to the same nodes,
+reserved before the cycle runs); one whose nodes are gone is dropped, and the bound pods
+count as placed members of the group. A plan is history once its gang would have been
+given up for partly bound (`partial_grace_seconds` after it was made): the annotation
+stays on the pod, and is not acted on again. Pods are matched by uid, so a pod deleted
+and made again under its name is not the plan's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
+import json
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
+from phalanx.core.model.names import PLAN_ANNOTATION
 from phalanx.operator.cache import Body
-from phalanx.operator.pods import is_bound, is_deleting, is_gated, wants_phalanx
+from phalanx.operator.pods import is_bound, is_deleting, is_gated, pod_key, wants_phalanx
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """`devices`: pod key -> the GPU devices chosen for it (the gpu-index annotation's
-    text), for the pods that take GPUs: a restarted operator finishing the plan writes
-    the same devices the pods already bound were planned with."""
+    """`pods`: pod key -> node; `uids`: pod key -> uid, when known; `devices`: pod key ->
+    the GPU devices chosen for it (the gpu-index annotation's text), for the pods that
+    take GPUs: a restarted operator finishing the plan writes the same devices the pods
+    already bound were planned with. `at`: when it was made (epoch seconds)."""
 
     id: str
-    pods: Mapping[str, str]  # pod key -> node
+    group: str
+    pods: Mapping[str, str]
+    at: float
     devices: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    uids: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
-    def status(self, replacing: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The plan as a status field for a merge patch; pods of a plan it replaces that
-        are not in this one are removed explicitly (a merge patch merges maps)."""
-        field: dict[str, Any] = {"id": self.id, "pods": _replacing(
-            (replacing or {}).get("pods"), self.pods)}
-        old_devices = (replacing or {}).get("devices")
-        if self.devices or old_devices:
-            field["devices"] = _replacing(old_devices, self.devices)
-        return field
-
-
-def _replacing(old: Any, new: Mapping[str, str]) -> dict[str, str | None]:
-    entries: dict[str, str | None] = {key: None for key in old or {} if key not in new}
-    entries.update(new)
-    return entries
+    def annotation(self) -> str:
+        """The plan as the annotation's text: compact JSON."""
+        body: dict[str, Any] = {"id": self.id, "group": self.group, "at": round(self.at, 3),
+                                "pods": dict(self.pods)}
+        if self.devices:
+            body["devices"] = dict(self.devices)
+        if self.uids:
+            body["uids"] = dict(self.uids)
+        return json.dumps(body, separators=(",", ":"), sort_keys=True)
 
 
-def decode_plan(group: Body) -> Plan | None:
-    """The plan in a PodGroup's status, or None (absent or unreadable: no plan)."""
-    raw = (group.get("status") or {}).get("plan")
-    if not isinstance(raw, Mapping):
+def decode_plan(pod: Body) -> Plan | None:
+    """The plan a pod carries, or None (absent or unreadable: no plan)."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(PLAN_ANNOTATION)
+    if not isinstance(text, str):
         return None
     try:
-        pods = {str(k): str(v) for k, v in dict(raw["pods"]).items() if v is not None}
-        chosen = dict(raw.get("devices") or {})
-        devices = {str(k): str(v) for k, v in chosen.items() if v is not None and k in pods}
-        return Plan(str(raw["id"]), pods, devices)
+        raw = json.loads(text)
+        pods = {str(k): str(v) for k, v in dict(raw["pods"]).items()}
+        devices = {str(k): str(v) for k, v in dict(raw.get("devices") or {}).items()
+                   if k in pods}
+        uids = {str(k): str(v) for k, v in dict(raw.get("uids") or {}).items() if k in pods}
+        return Plan(str(raw["id"]), str(raw["group"]), pods, float(raw["at"]), devices, uids)
     except (ValueError, KeyError, TypeError):
         return None
 
 
 class LeftoverAction(enum.StrEnum):
-    """What to do with a plan a previous leader left on a PodGroup."""
+    """What to do with a plan a previous leader left on a pod."""
 
-    DONE = "done"  # every planned pod is placed or gone: only the status field is left
-    DROP = "drop"  # nothing placed yet, or a planned node vanished: plan afresh
+    DONE = "done"  # every planned pod is placed or gone
+    DROP = "drop"  # nothing placed (the plan's pod was deleted), or a planned node vanished
     FINISH = "finish"  # some placed: place the rest on their planned nodes
 
 
@@ -79,7 +93,8 @@ class Resolution:
 
 
 def resolve(plan: Plan, pods: Mapping[str, Body], nodes: Collection[str]) -> Resolution:
-    live = {k: pods[k] for k in plan.pods if k in pods and not is_deleting(pods[k])}
+    live = {k: pods[k] for k in plan.pods if k in pods and not is_deleting(pods[k])
+            and _same_pod(plan, k, pods[k])}
     placed = [k for k, pod in live.items() if not _waiting(pod)]
     remaining = {k: plan.pods[k] for k, pod in live.items() if _waiting(pod)}
     if not remaining:
@@ -87,6 +102,12 @@ def resolve(plan: Plan, pods: Mapping[str, Body], nodes: Collection[str]) -> Res
     if not placed or any(node not in nodes for node in remaining.values()):
         return Resolution(LeftoverAction.DROP, {})
     return Resolution(LeftoverAction.FINISH, remaining)
+
+
+def _same_pod(plan: Plan, key: str, pod: Body) -> bool:
+    """The pod the plan was made for, not one made again under its name."""
+    uid = plan.uids.get(key)
+    return uid is None or str((pod.get("metadata") or {}).get("uid") or "") == uid
 
 
 def _waiting(pod: Body) -> bool:
@@ -99,66 +120,44 @@ def new_plan_id() -> str:
 
 
 class PlanBook:
-    """Every plan this process knows, in one place (nominations will join it).
+    """Every plan this process knows, in one place.
 
-    A plan lives from the cycle that decides its gang until the gang's writes end: the
-    group's status write carries it (and resolves the plan's `recorded` future, so nothing
-    is bound before it landed), and the first status write after the writes end removes
-    it. A plan found on a PodGroup that this process did not write is a leftover of a
-    previous leader, handed out once by `leftovers`.
+    A plan lives from the cycle that decides its gang until the gang's writes end; the
+    first binding carries it. A plan found on a bound pod that this process did not
+    write, and younger than `finish_seconds`, is a leftover of a previous leader, handed
+    out once by `leftovers`.
     """
 
-    def __init__(self, new_id: Callable[[], str] = new_plan_id) -> None:
+    def __init__(self, finish_seconds: float, new_id: Callable[[], str] = new_plan_id) -> None:
+        self._finish_seconds = finish_seconds
         self._new_id = new_id
-        self._plans: dict[str, Plan] = {}  # group -> plan of its gang while it is written
-        self._recording: dict[str, asyncio.Future[bool]] = {}  # this cycle's new plans
         self._known: set[str] = set()  # ids of plans written or taken over here
 
-    def leftovers(self, groups: Iterable[Body]) -> list[tuple[Body, Plan]]:
-        """Plans on the groups that this process did not write, each reported once."""
-        found = [(g, plan) for g in groups
-                 if (plan := decode_plan(g)) is not None and plan.id not in self._known]
-        self._known.update(plan.id for _, plan in found)
-        return found
+    def leftovers(self, pods: Iterable[Body], now: float) -> list[Plan]:
+        """Plans on bound pods that this process did not write, each reported once."""
+        found: dict[str, Plan] = {}
+        for pod in pods:
+            if not is_bound(pod):
+                continue
+            plan = decode_plan(pod)
+            if (plan is not None and plan.id not in self._known and plan.id not in found
+                    and now - plan.at < self._finish_seconds
+                    and _same_pod(plan, pod_key(pod), pod)):
+                found[plan.id] = plan
+        self._known.update(found)
+        return list(found.values())
 
     def start(
-        self, key: str, assignments: Mapping[str, str], devices: Mapping[str, str] | None = None
-    ) -> tuple[Plan, asyncio.Future[bool]]:
-        """A new plan for the gang of `key`; the future says whether its status write landed."""
-        plan = Plan(self._new_id(), dict(assignments), dict(devices or {}))
-        self.hold(key, plan)
-        recorded = asyncio.get_running_loop().create_future()
-        self._recording[key] = recorded
-        return plan, recorded
-
-    def hold(self, key: str, plan: Plan) -> None:
-        """Keep `plan` in the group's status while its pods are written."""
-        self._plans[key] = plan
+        self,
+        key: str,
+        assignments: Mapping[str, str],
+        devices: Mapping[str, str],
+        pods: Mapping[str, Body],
+        now: float,
+    ) -> Plan:
+        """A new plan for the gang of `key` (`pods`: the pods by key, for their uids)."""
+        uids = {k: uid for k in assignments
+                if (uid := str(((pods.get(k) or {}).get("metadata") or {}).get("uid") or ""))}
+        plan = Plan(self._new_id(), key, dict(assignments), now, dict(devices), uids)
         self._known.add(plan.id)
-
-    def release(self, key: str, plan: Plan) -> None:
-        """The gang's writes ended: the next status write removes the plan."""
-        if self._plans.get(key) is plan:
-            del self._plans[key]
-
-    def recording(self, key: str) -> asyncio.Future[bool] | None:
-        """The future of a plan new this cycle, once: its status write must resolve it."""
-        return self._recording.pop(key, None)
-
-    def end_cycle(self) -> None:
-        """Plans whose group had no status write this cycle (it was deleted) are not
-        recorded: their gangs are not placed."""
-        for recorded in self._recording.values():
-            if not recorded.done():
-                recorded.set_result(False)
-        self._recording.clear()
-
-    def status_field(self, key: str, group: Body, desired: dict[str, Any]) -> None:
-        """The plan of a gang being written stays in `desired`; any other is removed."""
-        shown = (group.get("status") or {}).get("plan")
-        plan = self._plans.get(key)
-        if plan is not None:
-            old = shown if isinstance(shown, Mapping) and shown.get("id") != plan.id else None
-            desired["plan"] = plan.status(replacing=old)
-        elif shown:
-            desired["plan"] = None
+        return plan

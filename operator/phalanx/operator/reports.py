@@ -36,7 +36,6 @@ from phalanx.operator.compose import (
 )
 from phalanx.operator.events import Event
 from phalanx.operator.kube.client import UPSTREAM_PODGROUPS
-from phalanx.operator.plans import PlanBook
 from phalanx.operator.pods import is_gated, pod_key
 from phalanx.operator.upstream_status import upstream_report
 from phalanx.operator.writes import Writes
@@ -81,11 +80,8 @@ def composite_children(upstream: Mapping[str, Body]) -> dict[str, list[Body]]:
 
 
 class Reports:
-    def __init__(
-        self, writes: Writes, plans: PlanBook, config: SchedulerConfig, metrics: Metrics
-    ) -> None:
+    def __init__(self, writes: Writes, config: SchedulerConfig, metrics: Metrics) -> None:
         self._writes = writes
-        self._plans = plans
         self._config = config
         self._metrics = metrics
         self._running: set[str] = set()  # groups seen Running (time to running observed once)
@@ -129,24 +125,19 @@ class Reports:
                 phases.append((decision.queue, desired["phase"]))
                 self._observe_running(group, decision, desired["phase"], now)
                 self._offer(group, decision, desired, now)
-        self._plans.end_cycle()
         return phases
 
     def _offer(
         self, group: Body, decision: GroupDecision, desired: dict[str, object], now: float
     ) -> None:
-        """The group's Events and status, Events first. A gang placed this cycle has its
-        plan in that status write, and is bound once it landed."""
-        self._plans.status_field(decision.group, group, desired)
-        recorded = self._plans.recording(decision.group)
-        if recorded is None:
-            if still_arriving(group, decision, now):
-                return
-            if not decision.timed_out and not self._writes.status_changes(
-                    "podgroups", group, desired):
-                return
+        """The group's Events and status, Events first."""
+        if still_arriving(group, decision, now):
+            return
+        if not decision.timed_out and not self._writes.status_changes(
+                "podgroups", group, desired):
+            return
         events = group_events(group, desired, decision, self._config)
-        self._writes.status("podgroups", group, desired, events, recorded)
+        self._writes.status("podgroups", group, desired, events)
 
     def _offer_upstream(
         self, group: Body | None, decision: GroupDecision, now: float, timing: Timing

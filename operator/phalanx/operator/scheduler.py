@@ -93,8 +93,8 @@ class Scheduler:
         self.evicting = EvictionBook(settings.preemption.eviction_retry_seconds,
                                      settings.assume_seconds)
         self.nominations = NominationBook()
-        self.plans = PlanBook()
-        self.reports = Reports(self.writes, self.plans, self.core_config, self.metrics)
+        self.plans = PlanBook(settings.partial_grace_seconds)
+        self.reports = Reports(self.writes, self.core_config, self.metrics)
         self.workload_gangs = WorkloadGangs(self.writes)
         self.missed_pods = MissedPods(self.writes)
         self.gangs = GangWrites(cache, self.writes, self.plans, self.metrics,
@@ -135,7 +135,7 @@ class Scheduler:
         pods = ByKey(view.get(Kind.POD, {}))
         self.assumed.expire(pods, now)
         self.evicting.expire(pods, now)
-        await self.gangs.recover_plans(pods)
+        await self.gangs.recover_plans(pods, now)
         if self.settings.mode.binds:  # gate mode: kube-scheduler's claims, not ours
             claims = view.get(Kind.RESOURCE_CLAIM, {})
             await self.claim_recovery.recover(
@@ -162,7 +162,7 @@ class Scheduler:
                               if d.partial_since is not None}
         self.nominations.decided(result)
         self.evictions.evict(result.evictions, snapshot, pods)
-        placing = self.gangs.place(result, pods, snapshot.dra)
+        placing = self.gangs.place(result, pods, now, snapshot.dra)
         groups = {object_key(g): g for g in self.cache.objects(Kind.POD_GROUP)}
         upstream = {object_key(g): g for kind in (Kind.UPSTREAM_COMPOSITE, Kind.UPSTREAM_POD_GROUP)
                     for g in self.cache.objects(kind)}  # a PodGroup wins a shared name

@@ -10,7 +10,6 @@ write joins here as one more method, so it gets the same bound and the same `set
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -112,16 +111,17 @@ class Writes:
         key: str,
         assignments: Mapping[str, str],
         pods: Mapping[str, Body],
-        recorded: Awaitable[bool] | None,
+        plan: str,
         then: OnGang,
         devices: Mapping[str, str] | None = None,
         claims: GangClaims | None = None,
     ) -> None:
-        """Assume the gang's pods on their nodes now; bind them in the background once
-        `recorded` says the plan landed; `then` gets the outcome. `devices`: pod key ->
-        GPU devices chosen (gpu-index text), written with the bind or un-gate; `claims`:
-        the gang's DRA claims, allocated before the bindings (claim_writes.py)."""
-        writes = self.binder.place_gang(key, assignments, pods, recorded, devices, claims)
+        """Assume the gang's pods on their nodes now; bind them in the background, the
+        first with `plan` (the plan annotation's text, "" for none) before the others;
+        `then` gets the outcome. `devices`: pod key -> GPU devices chosen (gpu-index
+        text), written with the bind or un-gate; `claims`: the gang's DRA claims,
+        allocated before the bindings (claim_writes.py)."""
+        writes = self.binder.place_gang(key, assignments, pods, plan, devices, claims)
 
         async def bind() -> None:
             await then(await writes)
@@ -160,31 +160,17 @@ class Writes:
         body: Body,
         desired: Mapping[str, Any],
         events: Sequence[Event] = (),
-        recorded: asyncio.Future[bool] | None = None,
     ) -> None:
-        """Patch the object's status in the background after posting `events`; a write with
-        `recorded` (a plan others wait for) is never replaced by a newer one, goes before
-        other waiting writes, says through it whether it landed, and posts its Events
-        after."""
+        """Patch the object's status in the background after posting `events`."""
         ref = status_ref(plural, body)
         self._offered[ref] = desired
         self._unposted.setdefault(ref, []).extend(events)
 
         async def write() -> None:
-            unposted = self._unposted.pop(ref, [])
-            if recorded is None:
-                await self._post(unposted)
-            ok = await self._patch_status(ref, plural, body, desired)
-            if recorded is not None:
-                if not recorded.done():
-                    recorded.set_result(ok)  # the gang's bindings wait for this, not Events
-                # its Events are bookkeeping: posted here they held the plan's slot, and
-                # the next gangs' plans (500 at once in a 1,000-node backlog) waited
-                self.background.spawn(self.background.bounded(
-                    lambda: self._post(unposted), bookkeeping=True), name="plan events")
+            await self._post(self._unposted.pop(ref, []))
+            await self._patch_status(ref, plural, body, desired)
 
-        self.background.offer(ref, write, keep=recorded is not None,
-                              bookkeeping=plural not in SUMMARIES)
+        self.background.offer(ref, write, bookkeeping=plural not in SUMMARIES)
 
     async def _post(self, events: Sequence[Event]) -> None:
         for event in events:
@@ -192,7 +178,7 @@ class Writes:
 
     async def _patch_status(
         self, ref: str, plural: str, body: Body, desired: Mapping[str, Any]
-    ) -> bool:
+    ) -> None:
         meta = body.get("metadata", {})
         if plural == UPSTREAM_PODGROUPS and body.get("kind") == "CompositePodGroup":
             plural = UPSTREAM_COMPOSITES  # Kubernetes' composite gangs share their reports
@@ -205,7 +191,6 @@ class Writes:
                 del self._offered[ref]  # the next cycle tries again
             log.warning("status not written", object=ref, status=reply.status,
                         reason=reply.reason)
-        return reply.ok
 
     def forget(self, plural: str, live: Collection[str]) -> None:
         """Drop what was offered for objects of `plural` no longer in `live` (keys)."""

@@ -1,13 +1,16 @@
 """Admission (Pending -> Inqueue): which groups may try to place pods this cycle.
 
-Groups are taken by priority, then the weighted dominant resource share of their
-queue (lowest first; plus its decayed past usage when fair sharing keeps history:
-usage.py), then creation time, then key; but across queues, a group whose
-queue stays within its guarantee goes before one whose queue would go above it
-(borrow), whatever their priorities, as Kueue orders its heads. Room that frees up
-goes to the queue it is owed to: given to a borrowing group first, the other queue
-would reclaim it a moment later (in the simulator a 1-GPU high-priority job of team-a
-was placed in freed room and reclaimed by team-b six times in a row).
+Groups are taken by priority; within one priority a partly placed gang goes first, since
+its bound pods hold GPUs idle until the rest joins them (a failed binding, a lost node or
+an operator killed between two of the gang's bindings leaves one; not before a higher
+priority, which would evict what it just completed). Then the weighted dominant resource
+share of their queue (lowest first; plus its decayed past usage when fair sharing keeps
+history: usage.py), then creation time, then key; but across queues, a group whose queue
+stays within its guarantee goes before one whose queue would go above it (borrow),
+whatever their priorities, as Kueue orders its heads. Room that frees up goes to the
+queue it is owed to: given to a borrowing group first, the other queue would reclaim it
+a moment later (in the simulator a 1-GPU high-priority job of team-a was placed in freed
+room and reclaimed by team-b six times in a row).
 
 A group is admitted when its queue and every ancestor have room under `capability`
 for what its gang needs: `minResources` (less what its running pods already use) or,
@@ -117,7 +120,7 @@ def admit(
         else:
             lines.setdefault(work.queue, []).append(work)
     for line in lines.values():
-        line.sort(key=lambda w: (-w.priority, w.creation, w.key), reverse=True)
+        line.sort(key=lambda w: (-w.priority, not w.partial, w.creation, w.key), reverse=True)
     admitted: list[GroupWork] = []
     while lines:
         queue = _next_queue(lines, ledger, index.cluster_total, needs)
@@ -154,10 +157,11 @@ def _next_queue(
     if len(lines) == 1:
         return next(iter(lines))
 
-    def rank(queue: str) -> tuple[bool, int, float, float, str]:
+    def rank(queue: str) -> tuple[bool, int, bool, float, float, str]:
         head = lines[queue][-1]
         borrows = _borrows(ledger, queue, needs[head.key])
-        return (borrows, -head.priority, ledger.share(queue, total), head.creation, head.key)
+        return (borrows, -head.priority, not head.partial, ledger.share(queue, total),
+                head.creation, head.key)
 
     return min(sorted(lines), key=rank)
 

@@ -50,6 +50,12 @@ class GroupWork:
     def extras(self) -> tuple[PodInfo, ...]:
         return self.waiting[self.mandatory :]
 
+    @property
+    def partial(self) -> bool:
+        """Some of the gang is on nodes and some of its minimum still waits: bound pods
+        that hold GPUs and cannot start their work until the rest joins them."""
+        return self.mandatory > 0 and bool(self.running)
+
     def gang_demand(self) -> tuple[tuple[Shape, int], ...]:
         return demand_of(self.shapes[: self.mandatory])
 

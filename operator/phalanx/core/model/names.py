@@ -34,6 +34,9 @@ PODS = "pods"
 GPU_FRACTION_ANNOTATION = "scheduling.phalanx.io/gpu-fraction"  # "0.25": 0 < f < 1
 GPU_MEMORY_ANNOTATION = "scheduling.phalanx.io/gpu-memory"  # "20Gi" of one GPU's memory
 GPU_INDEX_ANNOTATION = "scheduling.phalanx.io/gpu-index"  # "3", or "0,1,2,3" (whole GPUs)
+# A gang's plan (every pod's node and devices, JSON), on the first pod bound; see
+# operator/plans.py.
+PLAN_ANNOTATION = "scheduling.phalanx.io/plan"
 KAI_GPU_FRACTION_ANNOTATION = "gpu-fraction"  # NVIDIA KAI scheduler's, read the same way
 KAI_GPU_MEMORY_ANNOTATION = "gpu-memory"  # KAI's: MiB as a plain number, or a quantity
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # GPU Feature Discovery: MiB per GPU

@@ -1,11 +1,11 @@
 """Pods, PodGroups and Nodes through a plain list+watch on raw JSON, not through Kopf.
 
 Pods are by far the most frequent events (about three per pod while a gang starts),
-and PodGroups next (each of the operator's own plan and status writes comes back as
-one). Kopf's per-event machinery (handler invocation, cause detection, diff-base
-copies, readiness wake-ups) cost about half the operator's CPU during bursts, and its
-start-up wakes every object's worker on each index change (quadratic: ten seconds of a
-core for 1,000 Nodes). Here an event is one `orjson.loads`, one dict update and a poke.
+and PodGroups next (each of the operator's own status writes comes back as one).
+Kopf's per-event machinery (handler invocation, cause detection, diff-base copies,
+readiness wake-ups) cost about half the operator's CPU during bursts, and its start-up
+wakes every object's worker on each index change (quadratic: ten seconds of a core for
+1,000 Nodes). Here an event is one `orjson.loads`, one dict update and a poke.
 This departs from "watched kinds through Kopf indexes" on purpose; Queues,
 NetworkTopologies and PriorityClasses, being few and rarely changing, stay with Kopf.
 Nothing is written to the watched objects.
