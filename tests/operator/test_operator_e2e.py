@@ -141,14 +141,16 @@ async def test_volcano_and_scheduler_plugins_pods_are_gang_scheduled(
         pods = await pods_in(cluster, namespace)
         assert len(bound(pods, name)) == 3
     # Kopf watched these pods and their nodes: it must have written nothing onto them. The
-    # one annotation Phalanx writes on purpose is a bound pod's GPU devices, with its bind.
+    # annotations Phalanx writes on purpose ride on a pod's bind: its GPU devices, and on a
+    # gang's first pod the gang's plan.
     nodes = {p["spec"]["nodeName"] for p in pods.values()}
     watched = [*pods.values(), *[n for n in (await kubectl_json(cluster, "get", "nodes"))["items"]
                                  if n["metadata"]["name"] in nodes]]
     for body in watched:
         meta = body["metadata"]
         assert not meta.get("finalizers"), meta["name"]
-        deliberate = {GPU_INDEX_ANNOTATION} if "nodeName" in body["spec"] else set()
+        deliberate = ({GPU_INDEX_ANNOTATION, PLAN_ANNOTATION} if "nodeName" in body["spec"]
+                      else set())
         written = [k for k in meta.get("annotations") or {}
                    if ("kopf" in k or k.startswith("scheduling.phalanx.io/"))
                    and k not in deliberate]
