@@ -257,6 +257,39 @@ async def test_bookkeeping_waits_while_more_pods_wait_for_bindings_than_may_be_i
     assert paths.index(next(p for p in paths if p.endswith("/events"))) > second_binding
 
 
+class LastHeldApi(FakeApi):
+    """Answers every request at once but pod c's binding, held until `release`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def request(self, method: str, path: str, body: Any = None,
+                      content_type: str = JSON) -> Reply:
+        if path.endswith("/pods/c/binding"):
+            await self.release.wait()
+        return await super().request(method, path, body, content_type)
+
+
+async def test_bookkeeping_once_held_waits_for_the_last_binding():
+    """A saturated binder holds bookkeeping until every binding is answered, not only
+    until no more wait than may be in flight: the last bindings of a backlog are not
+    slowed by its bookkeeping."""
+    api = LastHeldApi()
+    api.delay = 0
+    writes = Writes(api, AssumedPods(60), 1, clock=lambda: 1000.0)  # one binding at a time
+    assignments = {"ns/a": "n1", "ns/b": "n1", "ns/c": "n1"}
+    writes.bind_gang("ns/pg", assignments, {k: {} for k in assignments}, "",
+                     then=lambda outcome: asyncio.sleep(0))
+    writes.status("podgroups", podgroup(min_member=3), {"phase": "Placed"})
+    await turns()
+    paths = [p for _, p, _ in api.calls]
+    assert [p.rsplit("/", 2)[1] for p in paths] == ["a", "b"]  # c in flight, status waits
+    api.release.set()
+    assert await writes.settle(timeout=5)
+    assert [p for _, p, _ in api.calls][-1].endswith("/status")
+
+
 async def test_bookkeeping_does_not_wait_for_bindings_the_binder_has_in_flight():
     """Arrivals rarely saturate the binder: their gangs' statuses go with the bindings."""
     api = HeldApi()

@@ -87,3 +87,18 @@ def test_a_new_plan_names_its_pods_uids():
     plan = book.start("ns/g", {"ns/a": "n1", "ns/b": "n2"}, {"ns/a": "0"}, pods, now=7.0)
     assert plan == Plan("id1", "ns/g", {"ns/a": "n1", "ns/b": "n2"}, 7.0, {"ns/a": "0"},
                         {"ns/a": "u-a", "ns/b": "uid-b"})
+
+
+def test_a_pod_is_read_again_when_it_changes_and_not_before():
+    """A plan is decoded once per change of its pod; a pod made again under the same name
+    and bound with a newer plan (a new resourceVersion) is read again."""
+    book = PlanBook(finish_seconds=60)
+    first = carrying(Plan("p1", "ns/g", {"ns/a": "n1", "ns/b": "n2"}, 1000.0))
+    first["metadata"]["resourceVersion"] = "7"
+    assert [p.id for p in book.leftovers([first], now=1001.0)] == ["p1"]
+    probe = carrying(Plan("p5", "ns/g", {"ns/a": "n1", "ns/b": "n2"}, 1000.0))
+    probe["metadata"]["resourceVersion"] = "7"  # a probe: the API server never does this
+    assert book.leftovers([probe], now=1002.0) == []  # same version: not read again
+    newer = carrying(Plan("p2", "ns/g", {"ns/a": "n1", "ns/b": "n2"}, 1010.0))
+    newer["metadata"]["resourceVersion"] = "9"
+    assert [p.id for p in book.leftovers([newer], now=1011.0)] == ["p2"]

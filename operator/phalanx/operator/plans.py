@@ -132,18 +132,29 @@ class PlanBook:
         self._finish_seconds = finish_seconds
         self._new_id = new_id
         self._known: set[str] = set()  # ids of plans written or taken over here
+        # pod key -> resourceVersion of the bound pods carrying a plan, as last read: a
+        # plan is decoded once per change of its pod, not every cycle (at bench-1000 the
+        # 500 plans' decoding every cycle was 3% of the operator's CPU)
+        self._read: dict[str, str] = {}
 
     def leftovers(self, pods: Iterable[Body], now: float) -> list[Plan]:
         """Plans on bound pods that this process did not write, each reported once."""
         found: dict[str, Plan] = {}
+        read: dict[str, str] = {}
         for pod in pods:
-            if not is_bound(pod):
+            meta = pod.get("metadata") or {}
+            if PLAN_ANNOTATION not in (meta.get("annotations") or {}) or not is_bound(pod):
+                continue
+            key, version = pod_key(pod), str(meta.get("resourceVersion") or "")
+            read[key] = version
+            if version and self._read.get(key) == version:
                 continue
             plan = decode_plan(pod)
             if (plan is not None and plan.id not in self._known and plan.id not in found
                     and now - plan.at < self._finish_seconds
-                    and _same_pod(plan, pod_key(pod), pod)):
+                    and _same_pod(plan, key, pod)):
                 found[plan.id] = plan
+        self._read = read
         self._known.update(found)
         return list(found.values())
 
