@@ -139,9 +139,8 @@ class GangBinder:
         when every write is answered, or after `BOOKKEEPING_WAIT` seconds. Status writes
         and Events wait here (background.py), so the bindings of a backlog have the API
         server to themselves to the last one, and bookkeeping is never later than that.
-        Released when the bound was reached again, as it was, a backlog's 1,000
-        bookkeeping writes came with its last 384 bindings: at bench-1000 its last 1.5 s
-        went at half the rate of the rest."""
+        Released when no more waited than the bound, as it was, a backlog's 1,000
+        bookkeeping writes went out with its last 384 bindings."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), BOOKKEEPING_WAIT)
 
