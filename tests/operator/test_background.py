@@ -22,19 +22,22 @@ from phalanx.operator.writes import Writes
 
 
 class HeldApi(FakeApi):
-    """An API server that answers nothing until `release` is set."""
+    """An API server that answers nothing `holds` (every path unless told) until
+    `release` is set."""
 
-    def __init__(self) -> None:
+    def __init__(self, holds: Callable[[str], bool] = lambda path: True) -> None:
         super().__init__()
         self.release = asyncio.Event()
         self.started = 0
         self.sent: list[tuple[str, Any]] = []
+        self._holds = holds
 
     async def request(self, method: str, path: str, body: Any = None,
                       content_type: str = JSON) -> Reply:
         self.started += 1
         self.sent.append((path, body))
-        await self.release.wait()
+        if self._holds(path):
+            await self.release.wait()
         return await super().request(method, path, body, content_type)
 
 
@@ -257,25 +260,11 @@ async def test_bookkeeping_waits_while_more_pods_wait_for_bindings_than_may_be_i
     assert paths.index(next(p for p in paths if p.endswith("/events"))) > second_binding
 
 
-class LastHeldApi(FakeApi):
-    """Answers every request at once but pod c's binding, held until `release`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.release = asyncio.Event()
-
-    async def request(self, method: str, path: str, body: Any = None,
-                      content_type: str = JSON) -> Reply:
-        if path.endswith("/pods/c/binding"):
-            await self.release.wait()
-        return await super().request(method, path, body, content_type)
-
-
 async def test_bookkeeping_once_held_waits_for_the_last_binding():
     """A saturated binder holds bookkeeping until every binding is answered, not only
     until no more wait than may be in flight: the last bindings of a backlog are not
     slowed by its bookkeeping."""
-    api = LastHeldApi()
+    api = HeldApi(holds=lambda path: path.endswith("/pods/c/binding"))  # c's, until released
     api.delay = 0
     writes = Writes(api, AssumedPods(60), 1, clock=lambda: 1000.0)  # one binding at a time
     assignments = {"ns/a": "n1", "ns/b": "n1", "ns/c": "n1"}

@@ -53,7 +53,8 @@ class GroupWork:
     @property
     def partial(self) -> bool:
         """Some of the gang is on nodes and some of its minimum still waits: bound pods
-        that hold GPUs and cannot start their work until the rest joins them."""
+        that hold GPUs and cannot start their work until the rest joins them (the
+        admission order's view; partial.py's `is_partial` judges a decision, for release)."""
         return self.mandatory > 0 and bool(self.running)
 
     def gang_demand(self) -> tuple[tuple[Shape, int], ...]:
