@@ -78,3 +78,42 @@ def test_thousands_of_new_objects_that_live_on_start_no_collection():
         gc.callbacks.remove(counted)
     assert len(kept) == 10_000
     assert collections == []
+
+
+def test_no_collection_while_a_cycle_decides_and_what_it_made_is_frozen_after():
+    heap = FrozenHeap(lambda: 0.0)
+    collections: list[int] = []
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(counted)
+    try:
+        with heap.deciding():
+            assert not gc.isenabled()
+            made = [[index] for index in range(200_000)]  # ten times the first threshold
+    finally:
+        gc.callbacks.remove(counted)
+    assert collections == []
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= len(made)
+
+
+def test_deciding_leaves_a_collector_that_was_off_off():
+    heap = FrozenHeap(lambda: 0.0)
+    gc.disable()
+    try:
+        with heap.deciding():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_listed_page_kept_is_out_of_the_next_collections_reach():
+    heap = FrozenHeap(lambda: 0.0)
+    page = [{"metadata": {"name": f"pod-{index}"}} for index in range(1_000)]
+    heap.keep()
+    assert gc.get_freeze_count() >= 2 * len(page)  # each body and its metadata

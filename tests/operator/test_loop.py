@@ -167,3 +167,22 @@ async def test_arrivals_wait_for_the_writes_when_they_are_crowded():
     await clock.advance(0.1)
     task.cancel()
     assert cycles == [5.0]
+
+
+async def test_a_loop_told_to_starts_its_first_cycle_as_soon_as_the_cache_is_ready():
+    clock, cycles = ManualClock(), []
+    loop = SchedulingLoop(counting(cycles, clock), debounce=0.2, max_delay=1.0, period=60,
+                          clock=clock, first_at_once=True)
+    task = asyncio.create_task(loop.run())
+    loop.poke()  # changes while the caches fill
+    await clock.advance(10)
+    assert cycles == []
+    loop.ready.set()
+    await turns()
+    assert cycles == [10.0]  # no quiet period: the caches were just listed
+    loop.poke()
+    await clock.advance(0.1)
+    assert cycles == [10.0]  # later changes are debounced as before
+    await clock.advance(0.2)
+    task.cancel()
+    assert cycles == [10.0, 10.2]

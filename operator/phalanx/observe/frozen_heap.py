@@ -32,8 +32,9 @@ frees waits a little longer; everything else is freed by reference counting as b
 
 from __future__ import annotations
 
+import contextlib
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 THAW_SECONDS = 300.0
 THRESHOLDS = (20_000, 20, 20)  # the collector's per-generation thresholds (see above)
@@ -58,3 +59,32 @@ class FrozenHeap:
     def thaw(self) -> None:
         """Everything back to the collector (at the operator's end, and periodically)."""
         gc.unfreeze()
+
+    def keep(self) -> None:
+        """Freeze what is alive now: a listed page just parsed into the cache stays, and
+        the collections that the next pages set off need not go over it again. Unfrozen,
+        they went over every page before it: at bench-5000 the 21 pages of 20,870 pods
+        took 4.8 s to list and parse, 2.9 s frozen page by page (one 5,000-node backlog
+        run each, same machine; `listed` in the operator's log)."""
+        gc.freeze()
+
+    @contextlib.contextmanager
+    def deciding(self) -> Iterator[None]:
+        """No collection while a cycle parses its view and decides; what is alive at the
+        end (the snapshot and the decisions, kept until the next cycle) is frozen.
+
+        A cycle makes hundreds of thousands of objects and no garbage the collector alone
+        can free (reference counting frees all of it; tests/operator/test_frozen_heap.py
+        checks the core's cycle makes no reference cycles), so each collection during it
+        went over the cycle's young objects for nothing: at bench-5000 the first cycle
+        took 1.17 s, 1.08 s of it collections; 0.89 s and 0.28 s with this. Reference
+        cycles the event loop makes meanwhile (a failed request's exception and its
+        traceback) wait for the next thaw, as those frozen at a cycle's start do."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()

@@ -41,7 +41,12 @@ class SchedulingLoop:
         room: Callable[[], Awaitable[None]] | None = None,
         clock: Clock | None = None,
         crowded: Callable[[], bool] | None = None,
+        first_at_once: bool = False,
     ) -> None:
+        """`first_at_once`: the first cycle runs as soon as `ready` is set, without
+        waiting for a change and its quiet period: once the caches are synced from
+        their LISTs there is nothing to wait for (the operator's start, a failover)."""
+        self._first_at_once = first_at_once
         self._cycle = cycle
         self._clock = clock or MonotonicClock()
         self._room = room  # returns when the writes started so far are nearly done
@@ -69,9 +74,12 @@ class SchedulingLoop:
 
     async def run(self) -> None:
         await self.ready.wait()
+        at_once = self._first_at_once
         while True:
-            await self._wait_for_change()
-            await self._wait_for_room()
+            if not at_once:
+                await self._wait_for_change()
+                await self._wait_for_room()
+            at_once = False
             self._arrived.clear()  # this cycle sees every change and arrival so far
             self._dirty.clear()
             started = self._clock.now()

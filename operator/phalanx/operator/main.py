@@ -45,6 +45,7 @@ from phalanx.workloads import WORKLOAD_KINDS
 log = structlog.get_logger("phalanx.operator")
 
 SHUTDOWN_WRITES_SECONDS = 5.0  # bindings in flight get this long to land before exit
+CACHED_WAIT = 5.0  # see Operator._until_cached
 
 
 class Operator:
@@ -90,6 +91,7 @@ class Operator:
             period=self.settings.cycle_period_seconds,
             room=self.scheduler.writes.binder.room,
             crowded=self.scheduler.writes.binder.crowded,
+            first_at_once=True,
         )
         self.pod_watch = RawWatch(ApiListWatch(self.api_client), self.loop.poke,
                                   on_arrival=self.loop.arrive)
@@ -104,7 +106,7 @@ class Operator:
         for kind, watch in ((Kind.POD, self.pod_watch), (Kind.POD_GROUP, self.group_watch),
                             (Kind.NODE, self.node_watch)):
             self.stores[kind] = watch.store
-            watch.on_listed = functools.partial(self.cache.warm, kind)  # parsed as listed
+            watch.on_listed = functools.partial(self._warm, kind)  # parsed as listed
         self.workload_store = MergedStore()
         self.stores[Kind.WORKLOAD] = self.workload_store
         self.stores[Kind.UPSTREAM_POD_GROUP] = {}
@@ -117,6 +119,7 @@ class Operator:
             settings.discovery_period_seconds, clock,
         )
         self._kopf_ready = asyncio.Event()
+        self._kopf_changed = asyncio.Event()  # set on every change Kopf's indexes see
         self._registered: dict[str, dict[str, Any]] = {}  # webhook configurations, by path
         self.registry = kopf.OperatorRegistry()
         self._task: asyncio.Task[None] | None = None
@@ -182,9 +185,25 @@ class Operator:
                 await self.api.request("DELETE", path)
         self._registered.clear()
 
+    def _warm(self, kind: Kind, bodies: Any) -> None:
+        self.cache.warm(kind, bodies)
+        self.heap.keep()
+
     def _changed(self) -> None:
         self._kopf_ready.set()
+        self._kopf_changed.set()
         self.loop.poke()
+
+    async def _until_cached(self, kind: Kind, name: str) -> None:
+        """Wait until an object this process just created is in Kopf's cache (or
+        `CACHED_WAIT` seconds): the first cycle runs at once, and without the default
+        queue it would find every gang's queue missing."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CACHED_WAIT):
+                while not any(body.get("metadata", {}).get("name") == name
+                              for body in self.cache.objects(kind)):
+                    self._kopf_changed.clear()
+                    await self._kopf_changed.wait()
 
     async def _run_loop(self) -> None:
         """Cycles start once Kopf's indexes and the raw watches' first LISTs are in, and
@@ -196,8 +215,8 @@ class Operator:
         if not self.leading.is_set():
             log.info("caches synced; standing by until elected")
             await self.leading.wait()
-        if self.settings.create_default_queue:
-            await ensure_default_queue(self.api)
+        if self.settings.create_default_queue and await ensure_default_queue(self.api):
+            await self._until_cached(Kind.QUEUE, DEFAULT_QUEUE)
         self.loop.ready.set()
         await self.loop.run()
 
@@ -257,7 +276,8 @@ OPTIONAL_KINDS = (
 )
 
 
-async def ensure_default_queue(api: Api) -> None:
+async def ensure_default_queue(api: Api) -> bool:
+    """Create the default queue unless it exists; True if this call created it."""
     body = {
         "apiVersion": GROUP_VERSION,
         "kind": "Queue",
@@ -269,3 +289,4 @@ async def ensure_default_queue(api: Api) -> None:
         log.info("created the default queue")
     elif reply.status != 409:
         log.warning("default queue not created", status=reply.status, reason=reply.reason)
+    return reply.ok

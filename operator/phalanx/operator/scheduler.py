@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -147,14 +148,15 @@ class Scheduler:
         # interpreter switches threads every few ms). Run on the loop, a 1-3 s cycle at
         # bench-5000 stopped every binding for that long. Only the overlay of this
         # process's own writes is made on the loop, where their books are kept.
-        parsed = await asyncio.to_thread(parse_view, self.cache, view, self.settings.mode,
-                                         self.settings.namespaces)
-        parsed = self._claims_shown(parsed, now)
-        shown = parsed_objects(parsed, self.cache, self.assumed, self.settings.namespaces,
-                               pending_groups, Unseen(self.evicting, self.nominations, now))
-        estimate = self._estimate_due(now)
-        snapshot, result, snapshot_seconds = await asyncio.to_thread(
-            self._decide, shown, self.evicting.refused_lately(), now, estimate)
+        with self._heap.deciding() if self._heap is not None else contextlib.nullcontext():
+            parsed = await asyncio.to_thread(parse_view, self.cache, view, self.settings.mode,
+                                             self.settings.namespaces)
+            parsed = self._claims_shown(parsed, now)
+            shown = parsed_objects(parsed, self.cache, self.assumed, self.settings.namespaces,
+                                   pending_groups, Unseen(self.evicting, self.nominations, now))
+            estimate = self._estimate_due(now)
+            snapshot, result, snapshot_seconds = await asyncio.to_thread(
+                self._decide, shown, self.evicting.refused_lately(), now, estimate)
         self.index = snapshot.index
         decided = self.clock() - now
         self.backoffs = {d.group: d.backoff for d in result.groups if d.backoff is not None}
