@@ -54,7 +54,7 @@ class FrozenHeap:
             self.thaw()
             self._thawed_at = now
         else:
-            gc.freeze()
+            self.keep()
 
     def thaw(self) -> None:
         """Everything back to the collector (at the operator's end, and periodically)."""
@@ -74,10 +74,11 @@ class FrozenHeap:
         end (the snapshot and the decisions, kept until the next cycle) is frozen.
 
         A cycle makes hundreds of thousands of objects and no garbage the collector alone
-        can free (reference counting frees all of it; tests/operator/test_frozen_heap.py
-        checks the core's cycle makes no reference cycles), so each collection during it
-        went over the cycle's young objects for nothing: at bench-5000 the first cycle
-        took 1.17 s, 1.08 s of it collections; 0.89 s and 0.28 s with this. Reference
+        can free (reference counting frees all of it;
+        tests/core/test_core_no_reference_cycles.py checks the core's cycle makes no
+        reference cycles), so each collection during it went over the cycle's young
+        objects for nothing: at bench-5000 the first cycle took 1.17 s, 1.08 s of it
+        collections; 0.9-1.4 s, 0.26-0.31 s of it collections, with this. Reference
         cycles the event loop makes meanwhile (a failed request's exception and its
         traceback) wait for the next thaw, as those frozen at a cycle's start do."""
         enabled = gc.isenabled()
@@ -85,6 +86,6 @@ class FrozenHeap:
         try:
             yield
         finally:
-            gc.freeze()
+            self.keep()
             if enabled:
                 gc.enable()
