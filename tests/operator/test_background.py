@@ -41,6 +41,23 @@ class HeldApi(FakeApi):
         return await super().request(method, path, body, content_type)
 
 
+class GatedApi(HeldApi):
+    """Answers at once, except a pod's binding while its gate (by pod name) is closed
+    (such a binding is in `sent` once answered)."""
+
+    def __init__(self, gates: dict[str, asyncio.Event]) -> None:
+        super().__init__(holds=lambda path: False)
+        self.delay = 0
+        self._gates = gates
+
+    async def request(self, method: str, path: str, body: Any = None,
+                      content_type: str = JSON) -> Reply:
+        pod = path.rsplit("/", 2)[-2]
+        if path.endswith("/binding") and pod in self._gates:
+            await self._gates[pod].wait()
+        return await super().request(method, path, body, content_type)
+
+
 async def test_a_cycle_returns_while_its_bindings_are_in_flight_and_the_next_does_not_rebind():
     objects = cluster(podgroup(min_member=2), gpu_pod("a"), gpu_pod("b"))
     api = HeldApi()
@@ -277,6 +294,30 @@ async def test_bookkeeping_once_held_waits_for_the_last_binding():
     api.release.set()
     assert await writes.settle(timeout=5)
     assert [p for _, p, _ in api.calls][-1].endswith("/status")
+
+
+async def test_held_bookkeeping_waits_for_the_bindings_decided_before_it_not_later_ones():
+    """A gang's status follows the bindings decided before it, not the ones decided after
+    it: a saturated binder fed without pause never holds the bookkeeping longer than the
+    bindings that were ahead of it."""
+    gates = {"c": asyncio.Event(), "f": asyncio.Event()}
+    api = GatedApi(gates)
+    writes = Writes(api, AssumedPods(60), 1, clock=lambda: 1000.0)  # one binding at a time
+    first = {"ns/a": "n1", "ns/b": "n1", "ns/c": "n1"}
+    writes.bind_gang("ns/pg", first, {k: {} for k in first}, "",
+                     then=lambda outcome: asyncio.sleep(0))
+    writes.status("podgroups", podgroup(min_member=3), {"phase": "Placed"})
+    await turns()  # a and b answered, c held; the status waits
+    later = {"ns/d": "n2", "ns/e": "n2", "ns/f": "n2"}  # decided by a later cycle
+    writes.bind_gang("ns/later", later, {k: {} for k in later}, "",
+                     then=lambda outcome: asyncio.sleep(0))
+    await turns()
+    assert not any(p.endswith("/status") for p, _ in api.sent)
+    gates["c"].set()
+    await turns()
+    assert any(p.endswith("/status") for p, _ in api.sent)  # f's binding still held
+    gates["f"].set()
+    assert await writes.settle(timeout=5)
 
 
 async def test_bookkeeping_does_not_wait_for_bindings_the_binder_has_in_flight():

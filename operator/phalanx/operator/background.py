@@ -12,8 +12,8 @@ changes twice while a write is in flight gets one more write (the newest), never
 racing ones landing in the wrong order.
 
 Bookkeeping yields to a backlog's bindings: once more pods wait for their bindings than
-may be in flight, a status write, and an Event, waits until every binding is answered
-(up to `quiet`'s bound, see the binder). They shared the API server with the bindings:
+may be in flight, a status write, and an Event, waits until the bindings decided before
+it are answered (see the binder's `quiet`). They shared the API server with the bindings:
 at bench-1000 (backlog) 1.32 requests per pod bound, against the ceiling contender's
 1.0, and the bindings came at ~80% of its rate. Waiting, a PodGroup's status changes
 meanwhile collapse into one write (latest wins).

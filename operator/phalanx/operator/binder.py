@@ -16,6 +16,7 @@ pods have a controller if it stays partial past its deadline.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import math
@@ -34,14 +35,17 @@ from phalanx.operator.kube.client import MERGE_PATCH, Api, Reply, pod_path
 from phalanx.operator.pods import is_gated
 from phalanx.operator.slots import Burst, GangSlots
 
-# The longest a status write or an Event waits while the binder is saturated (more pods
-# wait for their write than may be in flight): a 5,000-node backlog's bindings take
-# 30-40 s on this 2-core machine. Released after 10 s, as it was, 1,700 status writes and
-# Events came in the middle of them: bench-5000 (backlog, with the plans then carried by
-# the first bindings, 0f3a303) bound at 0.53 / 0.59 of the ceiling contender's rate, and
-# at 0.72 / 0.74 waiting 30 s. A steady stream of arrivals rarely saturates the binder,
-# so its bookkeeping does not wait at all.
-BOOKKEEPING_WAIT = 30.0
+# While the binder is saturated, a status write or an Event waits for the bindings decided
+# before it, not for a fixed time. Released after a fixed 10 s, then 30 s, a 5,000-node
+# backlog's 1,700 status writes and Events came in the middle of its bindings whenever
+# these took longer (a loaded machine), and each CRD status write costs the API server
+# several bindings: with 30 s, on a machine slowed by a busy loop, 4,589 of the operator's
+# requests came before its last binding, against 302 waiting for what was decided first
+# (one run each, 12/06). Waiting so, bookkeeping is never later than the bindings ahead of
+# it, and never waits for later arrivals (a steady stream rarely saturates the binder
+# anyway). This bound is only a last resort, for bindings that hang (each request has its
+# own timeout); it is above the 12,500-node backlog's ~90 s of bindings.
+BOOKKEEPING_WAIT = 120.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +124,10 @@ class GangBinder:
         self._concurrency = concurrency
         self._idle = asyncio.Event()  # not saturated, or drained since (see `quiet`)
         self._idle.set()
+        self._decided = 0  # pods ever given to the binder to write
+        self._answered = 0  # of those, answered, failed or abandoned
+        # bookkeeping waiting (see `quiet`): (pods decided before it, its turn), in order
+        self._behind: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
 
     async def room(self) -> None:
         """Return once at most `low_water` pods wait for their write. Deciding more while
@@ -136,16 +144,31 @@ class GangBinder:
     async def quiet(self) -> None:
         """Return at once unless the binder is saturated (more pods wait for their
         binding than may be in flight at once, the configured bound); once saturated,
-        when every write is answered, or after `BOOKKEEPING_WAIT` seconds. Status writes
-        and Events wait here (background.py), so the bindings of a backlog have the API
-        server to themselves to the last one, and bookkeeping is never later than that.
-        Released when no more waited than the bound, as it was, a backlog's 1,000
-        bookkeeping writes went out with its last 384 bindings."""
+        when the pods decided before the call are answered (every one, in a backlog
+        decided in one cycle), or after `BOOKKEEPING_WAIT` seconds. Status writes and
+        Events wait here (background.py), so the bindings of a backlog have the API
+        server to themselves, and bookkeeping is never later than the bindings decided
+        before it. Released when no more waited than the bound, as it was, a backlog's
+        1,000 bookkeeping writes went out with its last 384 bindings."""
+        if self._idle.is_set():
+            await asyncio.sleep(0)  # the bindings decided with it are sent first
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._behind.append((self._decided, turn))
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), BOOKKEEPING_WAIT)
+            await asyncio.wait_for(turn, BOOKKEEPING_WAIT)
 
     def _track(self, pods: int) -> None:
+        """`pods` more pods wait for their write (fewer, when negative: answered)."""
         self.in_flight += pods
+        if pods > 0:
+            self._decided += pods
+        else:
+            self._answered -= pods
+            while self._behind and self._behind[0][0] <= self._answered:
+                turn = self._behind.popleft()[1]
+                if not turn.done():  # else its wait timed out
+                    turn.set_result(None)
         if self.in_flight > self.low_water:
             self._room.clear()
         else:
