@@ -36,15 +36,16 @@ from phalanx.operator.pods import is_gated
 from phalanx.operator.slots import Burst, GangSlots
 
 # While the binder is saturated, a status write or an Event waits for the bindings decided
-# before it, not for a fixed time. Released after a fixed 10 s, then 30 s, a 5,000-node
-# backlog's 1,700 status writes and Events came in the middle of its bindings whenever
-# these took longer (a loaded machine), and each CRD status write costs the API server
-# several bindings: with 30 s, on a machine slowed by a busy loop, 4,589 of the operator's
-# requests came before its last binding, against 302 waiting for what was decided first
-# (one run each, 12/06). Waiting so, bookkeeping is never later than the bindings ahead of
-# it, and never waits for later arrivals (a steady stream rarely saturates the binder
-# anyway). This bound is only a last resort, for bindings that hang (each request has its
-# own timeout); it is above the 12,500-node backlog's ~90 s of bindings.
+# before it, not for a fixed time. Released after a fixed 10 s, then 30 s, a backlog's
+# bookkeeping came in the middle of its bindings whenever these took longer: always at
+# 12,500 nodes (over a minute of bindings, 4,250 status writes and as many Events), and at
+# 5,000 on a loaded machine (6 December: the two rounds whose last binding came 40 and 45 s
+# after launch, some 4 and 9 s after the release, read 0.65 and 0.57 of the ceiling against
+# 0.77 for the round done in 34 s); each CRD status write costs the API server several
+# bindings. Waiting so, bookkeeping is never later than the bindings ahead of it, and never
+# waits for later arrivals (a steady stream rarely saturates the binder anyway). This bound
+# is only a last resort, for bindings that hang (each request has its own timeout); it is
+# above the 12,500-node backlog's ~70 s of bindings.
 BOOKKEEPING_WAIT = 120.0
 
 
