@@ -125,8 +125,7 @@ class GangBinder:
         self._concurrency = concurrency
         self._idle = asyncio.Event()  # not saturated, or drained since (see `quiet`)
         self._idle.set()
-        self._decided = 0  # pods ever given to the binder to write
-        self._answered = 0  # of those, answered, failed or abandoned
+        self._decided = 0  # pods ever given to the binder to write (answered: less in_flight)
         # bookkeeping waiting (see `quiet`): (pods decided before it, its turn), in order
         self._behind: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
 
@@ -165,8 +164,8 @@ class GangBinder:
         if pods > 0:
             self._decided += pods
         else:
-            self._answered -= pods
-            while self._behind and self._behind[0][0] <= self._answered:
+            answered = self._decided - self.in_flight
+            while self._behind and self._behind[0][0] <= answered:
                 turn = self._behind.popleft()[1]
                 if not turn.done():  # else its wait timed out
                     turn.set_result(None)
