@@ -35,6 +35,7 @@ from phalanx.cluster.description import load_description, network_topology
 from phalanx.config import Settings
 from phalanx.config.settings import Mode
 from phalanx.core.model.names import DEFAULT_QUEUE, GROUP_VERSION
+from phalanx.observe.frozen_heap import FrozenHeap
 from phalanx.operator import scheduler as scheduler_module
 from phalanx.operator.cache import ClusterCache, Kind
 from phalanx.operator.kube.client import JSON, Reply
@@ -99,7 +100,9 @@ async def first_cycle(cache: ClusterCache, profile: cProfile.Profile | None,
     scheduler_module.run_cycle = phases.wrap("run_cycle (the core)", scheduler_module.run_cycle)
     started = time.perf_counter()
     api = AnsweringApi(started)
-    scheduler = Scheduler(cache, api, Settings(mode=Mode.BINDER))
+    # the operator's collector settings and frozen heap (frozen_heap.py), as main.py has them
+    heap = FrozenHeap(time.monotonic)
+    scheduler = Scheduler(cache, api, Settings(mode=Mode.BINDER), heap=heap)
     cpu = time.process_time()
     if profile is not None:
         profile.enable()
