@@ -61,7 +61,9 @@ async def bind_all(api: Api, plan: Sequence[Row], concurrency: int) -> list[str]
 async def run(kubeconfig: str, plan: list[Row], concurrency: int, linger: bool) -> int:
     configuration = await load_configuration(kubeconfig)
     configuration.connection_pool_maxsize = connections_needed(concurrency)
-    api = KubeApi(api_client(configuration), None, Settings().timeouts.api_request_seconds)
+    settings = Settings()
+    api = KubeApi(api_client(configuration, settings.api_compression), None,
+                  settings.timeouts.api_request_seconds)
     print(READY, flush=True)
     began = time.monotonic()
     failures = await bind_all(api, plan, concurrency)

@@ -217,6 +217,9 @@ class Settings(BaseSettings):
     # fewer in flight while replies are slower and fewer make them quicker, more (up to
     # binding_concurrency) while quicker. None: always binding_concurrency.
     binding_reply_target_seconds: float | None = Field(default=1.0, gt=0)
+    # whether replies may come gzip'd (a LIST over 128 KiB): off, as kube-scheduler and
+    # kube-controller-manager run (kubernetes/kubernetes#80919); on for a slow network
+    api_compression: bool = False
     assume_seconds: float = Field(default=60.0, gt=0)  # an unconfirmed bound pod expires
     partial_grace_seconds: float = Field(default=60.0, ge=0)  # partly bound gang deadline
     discovery_period_seconds: float = Field(default=30.0, gt=0)  # CRDs installed later

@@ -75,7 +75,7 @@ class Operator:
         self.configuration = configuration
         self.stores: dict[Kind, Store] = {}
         self.cache = ClusterCache(self.stores)
-        self.api_client = api_client(configuration)
+        self.api_client = api_client(configuration, settings.api_compression)
         self.api: Api = KubeApi(
             self.api_client, self.metrics, settings.timeouts.api_request_seconds
         )

@@ -95,8 +95,14 @@ def pod_path(namespace: str, name: str, sub: str = "") -> str:
     return f"{path}/{sub}" if sub else path
 
 
-def api_client(configuration: k8s.Configuration) -> k8s.ApiClient:
-    """A kubernetes-asyncio ApiClient whose session reads the environment once.
+def api_client(configuration: k8s.Configuration, compression: bool = False) -> k8s.ApiClient:
+    """A kubernetes-asyncio ApiClient whose session reads the environment once, and that
+    asks for uncompressed replies unless told (`compression`).
+
+    aiohttp asks for gzip on every request, and kube-apiserver then compresses every reply
+    over 128 KiB, a LIST page among them: CPU on both sides to save bandwidth that a
+    client beside the API server, or in its cluster, has plenty of. kube-scheduler and
+    kube-controller-manager ask for none (kubernetes/kubernetes#80919, #112296).
 
     kubernetes-asyncio opens its aiohttp session with `trust_env`, and aiohttp then looks
     for a proxy in the environment and for ~/.netrc credentials on every request, the
@@ -112,6 +118,8 @@ def api_client(configuration: k8s.Configuration) -> k8s.ApiClient:
         if url.scheme in proxies and not urllib.request.proxy_bypass(url.hostname or ""):
             rest.proxy = proxies[url.scheme]
     rest.pool_manager._trust_env = False  # aiohttp has no setter; read on every request
+    if not compression:
+        client.set_default_header("Accept-Encoding", "identity")
     return client
 
 
