@@ -248,3 +248,135 @@ async def test_each_listed_page_is_handed_on_slimmed_as_the_store_will_keep_it()
     assert [body for (body,) in watch.store.values()] == pages[0]  # the very bodies
     assert all(stored is handed for (stored,), handed in zip(watch.store.values(), pages[0],
                                                               strict=True))
+
+
+def end_of_initial(version: str) -> bytes:
+    return line("BOOKMARK", {"metadata": {"resourceVersion": version, "annotations": {
+        "k8s.io/initial-events-end": "true"}}})
+
+
+class StreamingSource(FakeSource):
+    """A server that streams lists: each `stream` replays the next of `streams`, or
+    refuses (`StreamRefused`) when there is none left and `refuse` is set."""
+
+    def __init__(self, streams: list[list[bytes | Exception]], lists: list[dict[str, Any]],
+                 watches: list[list[bytes | Exception]], refuse: bool = False) -> None:
+        super().__init__(lists, watches)
+        self.streams = streams
+        self.refuse = refuse
+        self.streamed = 0
+
+    async def stream(self) -> AsyncGenerator[bytes, None]:
+        from phalanx.operator.kube.raw_watch import StreamRefused
+
+        self.streamed += 1
+        if not self.streams:
+            if self.refuse:
+                raise StreamRefused("422 Invalid")
+            self.idle.set()
+            await asyncio.Event().wait()
+        for item in self.streams.pop(0):
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+
+async def test_a_streamed_list_becomes_the_store_at_its_end_and_the_stream_goes_on_as_a_watch():
+    pokes, parsed = Pokes(), []
+    source = StreamingSource(streams=[[
+        line("ADDED", pod("a", "5")), line("ADDED", pod("b", "7")),
+        line("BOOKMARK", {"metadata": {"resourceVersion": "8"}}),  # an ordinary bookmark
+        end_of_initial("20"),
+        line("DELETED", pod("a", "21")), line("ADDED", pod("c", "22")),
+    ]], lists=[], watches=[])
+    watch = RawWatch(source, pokes, initial_backoff=0, streaming=True)
+    watch.on_listed = lambda bodies: parsed.extend(b["metadata"]["name"] for b in bodies)
+    seen_before_end: list[list[str]] = []
+    original = watch._stream_event
+
+    def spy(kind: Any, obj: Mapping[str, Any]) -> None:
+        seen_before_end.append(sorted(pods_in(watch)))
+        original(kind, obj)
+
+    watch._stream_event = spy  # type: ignore[method-assign]
+    await run_until_idle(watch, source)
+
+    assert seen_before_end == [[], [], [], []]  # nothing stored before the end bookmark
+    assert parsed == ["a", "b"]  # parsed as streamed, before the store takes them
+    assert sorted(pods_in(watch)) == ["b", "c"]
+    assert watch.lists == 1 and watch.listed.is_set()
+    assert source.watched_from == ["22"]  # after the stream ran out: from its last event
+    assert source.lists == []  # no LIST asked for
+
+
+async def test_a_stream_cut_before_its_end_is_streamed_again_and_keeps_nothing_of_the_first():
+    source = StreamingSource(streams=[
+        [line("ADDED", pod("gone", "5")), aiohttp.ClientConnectionError("reset")],
+        [line("ADDED", pod("b", "9")), end_of_initial("12")],
+    ], lists=[], watches=[])
+    watch = RawWatch(source, Pokes(), initial_backoff=0, streaming=True)
+    await run_until_idle(watch, source)
+
+    assert source.streamed == 2
+    assert sorted(pods_in(watch)) == ["b"]
+    assert watch.lists == 1 and source.watched_from == ["12"]
+
+
+async def test_a_server_that_streams_no_lists_is_listed_from_then_on():
+    source = StreamingSource(streams=[], refuse=True, lists=[listing("10", pod("a", "9"))],
+                             watches=[[line("ERROR", {"kind": "Status", "code": 410})]])
+    source.lists.append(listing("30", pod("b", "29")))
+    watch = RawWatch(source, Pokes(), initial_backoff=0, streaming=True)
+    await run_until_idle(watch, source)
+
+    assert source.streamed == 1  # refused once, never asked again
+    assert source.watched_from == ["10", "30"]
+    assert sorted(pods_in(watch)) == ["b"]
+
+
+async def test_the_stream_asks_for_the_initial_state_and_a_refusal_is_told_apart():
+    """What the API server is asked for (KEP-3157's parameters), and a server that answers
+    422 (WatchList off) refuses: the watcher then lists (test above)."""
+    import pytest
+    from aiohttp import web
+    from kubernetes_asyncio import client as k8s
+
+    from phalanx.operator.kube.raw_watch import ApiListWatch, StreamRefused
+
+    asked: list[dict[str, str]] = []
+    refuse = [False]
+
+    async def pods(request: web.Request) -> web.StreamResponse:
+        asked.append(dict(request.query))
+        if refuse[0]:
+            return web.json_response({"kind": "Status", "code": 422, "reason": "Invalid"},
+                                     status=422)
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(line("ADDED", pod("a", "5")) + b"\n" + end_of_initial("6") + b"\n")
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/pods", pods)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    api_client = k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{port}"))
+    try:
+        source = ApiListWatch(api_client)
+        lines = [json.loads(item) async for item in source.stream()]
+        assert [e["type"] for e in lines] == ["ADDED", "BOOKMARK"]
+        assert {k: asked[0].get(k) for k in ("watch", "sendInitialEvents",
+                                             "resourceVersionMatch", "allowWatchBookmarks")} == {
+            "watch": "true", "sendInitialEvents": "true",
+            "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": "true"}
+        assert "resourceVersion" not in asked[0]  # as recent as a LIST
+        refuse[0] = True
+        with pytest.raises(StreamRefused):
+            async for _ in source.stream():
+                pass
+    finally:
+        await api_client.close()
+        await runner.cleanup()

@@ -93,15 +93,17 @@ class Operator:
             crowded=self.scheduler.writes.binder.crowded,
             first_at_once=True,
         )
+        # the three kinds of many objects take their state as a streamed list (raw_watch.py)
         self.pod_watch = RawWatch(ApiListWatch(self.api_client), self.loop.poke,
-                                  on_arrival=self.loop.arrive)
+                                  on_arrival=self.loop.arrive, streaming=True)
         self.group_watch = RawWatch(
             ApiListWatch(self.api_client, path=group_path("podgroups")), self.loop.poke,
             api_version=GROUP_VERSION, kind="PodGroup", on_arrival=self.loop.arrive,
+            streaming=True,
         )
         self.node_watch = RawWatch(
             ApiListWatch(self.api_client, path="/api/v1/nodes"), self.loop.poke, kind="Node",
-            on_arrival=self.loop.arrive,
+            on_arrival=self.loop.arrive, streaming=True,
         )
         for kind, watch in ((Kind.POD, self.pod_watch), (Kind.POD_GROUP, self.group_watch),
                             (Kind.NODE, self.node_watch)):
