@@ -249,6 +249,7 @@ class GangBinder:
 
         async def sender(burst: Burst) -> None:
             try:
+                await burst.slot()
                 for key, node in todo:
                     replies[key] = await self._place_pod(
                         key, node, pods.get(key), devices.get(key, ""), not burst.alone,

@@ -43,13 +43,29 @@ import collections
 
 
 class Burst:
-    """The slots one gang holds: `senders` requests may be in flight at once."""
+    """The slots one gang holds: `senders` requests may be in flight at once, each sender
+    from the moment it has its slot (`slot`). A gang that shares the slots starts with
+    those free and is owed the rest (`owed`), handed to it first as they come back."""
 
-    def __init__(self, slots: GangSlots, senders: int, alone: bool, held: int) -> None:
+    def __init__(self, slots: GangSlots, senders: int, alone: bool, held: int,
+                 owed: int = 0) -> None:
         self._slots = slots
         self.senders = senders
         self.alone = alone
         self._held = held
+        self.owed = owed
+        self._turns = asyncio.Semaphore(senders if alone else held)
+
+    async def slot(self) -> None:
+        """Wait for this sender's slot (at once when the gang goes alone)."""
+        await self._turns.acquire()
+
+    def grant(self, count: int) -> None:
+        """`count` more of the slots owed."""
+        self._held += count
+        self.owed -= count
+        for _ in range(count):
+            self._turns.release()
 
     def sender_done(self) -> None:
         """A sender has nothing left to send: its slot goes back at once, unless the
@@ -59,11 +75,16 @@ class Burst:
             self._slots.give(1)
 
     def end(self) -> None:
-        """Every request of the gang is answered (or abandoned): what is left goes back."""
+        """Every request of the gang is answered (or abandoned): what is left goes back,
+        and a gang cut short is owed nothing more."""
         held, self._held = self._held, 0
+        self.owed = 0
         if self.alone and self._slots.alone is self:
             self._slots.alone = None
-        if held or self.alone:
+        filling = self._slots.filling is self
+        if filling:
+            self._slots.filling = None
+        if held or self.alone or filling:
             self._slots.give(held)
 
 
@@ -79,6 +100,7 @@ class GangSlots:
         self._alone_from = alone_from
         self.free = limit
         self.alone: Burst | None = None  # the burst going alone, while it is in flight
+        self.filling: Burst | None = None  # the shared burst still owed slots
         self._waiting: collections.deque[tuple[int, asyncio.Future[Burst]]] = collections.deque()
 
     @property
@@ -87,15 +109,17 @@ class GangSlots:
 
     @property
     def in_line(self) -> int:
-        """Gangs waiting for their turn now (more slots would start them sooner)."""
-        return len(self._waiting)
+        """Gangs waiting for their turn or their slots now (more slots would serve them
+        sooner)."""
+        return len(self._waiting) + (self.filling is not None)
 
     def goes_alone(self, pods: int) -> bool:
         return pods >= self.alone_from or pods > self.limit
 
     def resize(self, limit: int) -> None:
         """A new bound on requests in flight, from the next gang on; bursts in flight
-        keep what they hold and give it back as before."""
+        keep what they hold (a gang owed slots, what it is owed) and give it back as
+        before."""
         self.free += limit - self.limit
         self.limit = limit
         self._wake()
@@ -123,22 +147,38 @@ class GangSlots:
         self._wake()
 
     def _granted(self, pods: int) -> Burst | None:
-        """The gang's burst if its turn can start now: its slots (every slot if it goes
-        alone) are free and no gang goes alone; the limit is read now, not when it asked."""
-        if self.alone is not None:
+        """The gang's burst if its turn can start now: no gang goes alone or is owed
+        slots, and a slot is free (every slot, if it goes alone); the limit is read now,
+        not when it asked."""
+        if self.alone is not None or self.filling is not None:
             return None
         alone = self.goes_alone(pods)
         count = self.limit if alone else max(1, min(pods, self.limit))
-        if self.free < count:
+        if self.free < (count if alone else 1):
             return None
-        self.free -= count
+        held = min(self.free, count)
+        self.free -= held
         senders = min(pods, self.ceiling if alone else self.limit)
-        burst = Burst(self, max(1, senders), alone, count)
+        burst = Burst(self, max(1, senders), alone, held, owed=count - held)
         if alone:
             self.alone = burst
+        elif burst.owed:
+            self.filling = burst
         return burst
 
+    def _feed(self) -> None:
+        """Slots come back to the gang owed some first."""
+        burst = self.filling
+        if burst is None or self.free <= 0:
+            return
+        count = min(self.free, burst.owed)
+        self.free -= count
+        burst.grant(count)
+        if not burst.owed:
+            self.filling = None
+
     def _wake(self) -> None:
+        self._feed()
         while self._waiting:
             burst = self._granted(self._waiting[0][0])
             if burst is None:
