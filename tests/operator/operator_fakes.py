@@ -95,3 +95,18 @@ async def settled_cycle(scheduler: Any) -> Any:
     result = await scheduler.cycle()
     await scheduler.settle()
     return result
+
+
+async def serve_get(path: str, handler: Any) -> tuple[str, Any]:
+    """A local HTTP server answering GET `path` with `handler` (an aiohttp handler), on a
+    free port: its address, and the runner to `cleanup()` at the end."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_get(path, handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return f"http://127.0.0.1:{port}", runner

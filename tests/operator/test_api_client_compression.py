@@ -11,6 +11,7 @@ import orjson
 import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s
+from operator_fakes import serve_get
 
 from phalanx.config import Settings
 from phalanx.operator.kube.client import api_client
@@ -40,15 +41,9 @@ async def server() -> AsyncIterator[tuple[str, list[str]]]:
                                 headers={"Content-Encoding": "gzip"})
         return web.Response(body=body, content_type="application/json")
 
-    app = web.Application()
-    app.router.add_get("/api/v1/pods", pods)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    address, runner = await serve_get("/api/v1/pods", pods)
     try:
-        yield f"http://127.0.0.1:{port}", asked
+        yield address, asked
     finally:
         await runner.cleanup()
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import aiohttp
+from operator_fakes import serve_get
 
 from phalanx.operator.cache import ClusterCache, Kind
 from phalanx.operator.clock import MonotonicClock
@@ -213,14 +214,8 @@ async def test_a_watch_that_goes_silent_is_given_up_after_the_read_timeout():
             await asyncio.wait_for(done.wait(), timeout=30)
         return response
 
-    app = web.Application()
-    app.router.add_get("/api/v1/pods", stalled_watch)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    configuration = k8s.Configuration(host=f"http://127.0.0.1:{port}")
+    address, runner = await serve_get("/api/v1/pods", stalled_watch)
+    configuration = k8s.Configuration(host=address)
     api_client = k8s.ApiClient(configuration)
     try:
         source = ApiListWatch(api_client, read_timeout=0.5)
@@ -356,14 +351,8 @@ async def test_the_stream_asks_for_the_initial_state_and_a_refusal_is_told_apart
         await response.write(line("ADDED", pod("a", "5")) + b"\n" + end_of_initial("6") + b"\n")
         return response
 
-    app = web.Application()
-    app.router.add_get("/api/v1/pods", pods)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    api_client = k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{port}"))
+    address, runner = await serve_get("/api/v1/pods", pods)
+    api_client = k8s.ApiClient(k8s.Configuration(host=address))
     try:
         source = ApiListWatch(api_client)
         lines = [json.loads(item) async for item in source.stream()]
