@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -22,9 +23,11 @@ def operator_in_thread(
     """Yield the operator `make()` builds once its first cycle is done; stop it after."""
     holder: list[Operator] = []
     failure: list[BaseException] = []
+    loops: list[asyncio.AbstractEventLoop] = []
     stop = threading.Event()
 
     async def serve() -> None:
+        loops.append(asyncio.get_running_loop())
         operator = await make()
         holder.append(operator)
         await operator.run(stop=stop)  # type: ignore[arg-type]  # Kopf takes threading.Event
@@ -45,5 +48,15 @@ def operator_in_thread(
     yield holder[0]
     stop.set()
     thread.join(60)
-    assert not thread.is_alive(), f"{name} did not stop"
+    assert not thread.is_alive(), f"{name} did not stop; its tasks:\n{_tasks(loops)}"
     assert not failure, failure
+
+
+def _tasks(loops: list[asyncio.AbstractEventLoop]) -> str:
+    """Where each task of the operator's loop waits: what a stop that hangs waits for
+    (read from another thread while the loop runs, so a best effort)."""
+    out = io.StringIO()
+    for task in list(asyncio.all_tasks(loops[0])) if loops else []:
+        with contextlib.suppress(Exception):
+            task.print_stack(limit=8, file=out)
+    return out.getvalue()
