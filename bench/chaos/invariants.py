@@ -18,7 +18,7 @@ No I/O and no clock of its own: the caller passes the time of each observation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -66,7 +66,8 @@ class Binding:
 @dataclass(frozen=True, slots=True)
 class Hold:
     """A room held for `group` (its `status.nominated`), seen from resource version `since`
-    until `until` (inf: still held at the end), live until wall time `expires`."""
+    until `until` (inf: still held at the end), live until wall time `expires`; `taken`:
+    the wall time the core took it (`nominated.since`; inf when absent)."""
 
     group: str
     nodes: frozenset[str]
@@ -74,6 +75,7 @@ class Hold:
     expires: float
     since: int
     until: float = math.inf
+    taken: float = math.inf
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,8 @@ class Invariants:
         current = self.open_holds.get(name)
         if isinstance(held, Mapping):
             hold = Hold(name, frozenset(str(n) for n in held.get("nodes") or ()),
-                        str(held.get("reason") or ""), _wall(held.get("expires")), version)
+                        str(held.get("reason") or ""), _wall(held.get("expires")), version,
+                        taken=_wall(held.get("since")))
             if current is not None and (current.nodes, current.reason, current.expires) == (
                     hold.nodes, hold.reason, hold.expires):
                 return
@@ -164,7 +167,7 @@ class Invariants:
             hold = None
         if current is not None:
             self.holds.append(Hold(current.group, current.nodes, current.reason,
-                                   current.expires, current.since, version))
+                                   current.expires, current.since, version, current.taken))
             del self.open_holds[name]
         if hold is not None:
             self.open_holds[name] = hold
@@ -186,6 +189,8 @@ class Invariants:
                 if h.group == b.group or b.node not in h.nodes or b.wall >= h.expires:
                     continue
                 if not h.since < b.version < h.until or self._released_by_placing(h, b):
+                    continue
+                if self._moved_before(h, b, holds):
                     continue
                 holder = self.info.get(h.group, GangInfo())
                 if mine.priority > holder.priority:
@@ -210,6 +215,21 @@ class Invariants:
         placed = [b.wall for b in self.bindings if b.group == hold.group
                   and b.version < hold.until and b.node not in hold.nodes]  # fmt: skip
         return bool(placed) and binding.wall >= min(placed) - 1.0
+
+    @staticmethod
+    def _moved_before(hold: Hold, binding: Binding, holds: Sequence[Hold]) -> bool:
+        """The holder's hold moved off the binding's node by a decision made before the
+        binding: the hold that replaced it, on other nodes, was taken (`nominated.since`)
+        no later than the binding was seen. A cycle that moves a hold (a group of higher
+        priority took part of its room, so its gang evicts elsewhere) may place a lower
+        group on the nodes it let go in the same cycle, and the status write that shows
+        the move lands after that group's bindings (seen in the preemption mix, seed
+        20261203). A binding before the move is still a violation (give or take the
+        second `since` is written in, as `_released_by_placing` allows a second), and so is
+        one on a hold changed in place (it keeps its `since`: when it changed is unknown)."""
+        after = [o for o in holds if o.group == hold.group and o.since == hold.until]
+        return bool(after) and binding.node not in after[0].nodes and (
+            hold.taken < after[0].taken <= binding.wall)
 
     def evicted_twice(self) -> list[str]:
         """Pods asked to be evicted again (Phalanx's DisruptionTarget condition written

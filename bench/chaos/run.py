@@ -422,14 +422,26 @@ class Submitter:
         self._lock = lock
         self.failures: list[str] = []
         self._done = threading.Event()
+        self._stop = threading.Event()
+        self._started = 0.0  # set by start(): the replay's arrivals count from there
         self._thread = threading.Thread(target=self._run, name="chaos submitter", daemon=True)
 
     def start(self) -> Submitter:
+        self._started = time.monotonic()
         self._thread.start()
         return self
 
     def join(self) -> None:
-        self._thread.join(PATIENCE)
+        """Wait for the whole replay (its last arrival, then PATIENCE); one still running
+        then is stopped and counted as a failure. Waiting PATIENCE alone returned while
+        gangs were still to arrive when the kills ended early: the preemption mix of seed
+        20261203 was checked without its last arrivals, and the thread then posted into
+        the stopped cluster."""
+        last = max((g.arrival for g in self._gangs), default=0.0)
+        self._thread.join(max(self._started + last - time.monotonic(), 0.0) + PATIENCE)
+        if self._thread.is_alive():
+            self._stop.set()
+            self.failures.append("the replay did not finish within its patience")
 
     def done_and_idle(self) -> bool:
         """Everything submitted and nothing waiting: no binding will come any more."""
@@ -437,12 +449,11 @@ class Submitter:
 
     def _run(self) -> None:
         rest = self._cluster.rest()
-        started = time.monotonic()
         try:
             for gang in self._gangs:
-                delay = started + gang.arrival - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)  # the replay's arrival times, not a wait for a state
+                delay = self._started + gang.arrival - time.monotonic()
+                if delay > 0 and self._stop.wait(delay):  # the replay's arrival times
+                    return
                 with self._lock:
                     self._invariants.expect(gang.name, gang.pod_names())
                 for body in gang_objects(gang, self._namespace):

@@ -3,6 +3,7 @@ partly bound (and for how long), pods never bound."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from bench.chaos.invariants import GangInfo, Invariants
@@ -110,9 +111,9 @@ def test_gangs_end_bound_waiting_evicted_whole_or_lost() -> None:
 
 
 def held(name: str, version: int, reason: str = "Preempting",
-         expires: str = "2999-01-01T00:00:00Z") -> dict[str, Any]:
-    nominated = {"nodes": ["n1"], "reason": reason, "since": "2026-12-05T10:00:00Z",
-                 "expires": expires}
+         expires: str = "2999-01-01T00:00:00Z", nodes: tuple[str, ...] = ("n1",),
+         since: str = "2026-12-05T10:00:00Z") -> dict[str, Any]:
+    nominated = {"nodes": list(nodes), "reason": reason, "since": since, "expires": expires}
     return {"metadata": {"name": name, "namespace": NS, "resourceVersion": str(version)},
             "status": {"nominated": nominated}}
 
@@ -170,4 +171,21 @@ def test_a_hold_goes_with_the_cycle_that_places_its_holder_elsewhere() -> None:
     invariants.observe(evicting("low-0", "u1", version=19, group="low"), False, 5.0, 5.0)
     invariants.observe_group({"metadata": {"name": "h", "namespace": NS,
                                            "resourceVersion": "21"}, "status": {}}, False)
+    assert [v.split(" ")[0] for v in invariants.nomination_violations()] == ["chaos/early-0"]
+
+
+def test_a_hold_moved_off_a_node_frees_it_from_the_cycle_that_moved_it() -> None:
+    """`h`'s hold moves from n1 to n2 in a cycle at 10:00:05 (a higher gang took part of
+    its room; it evicts elsewhere); `low`, placed on n1 in that cycle, is bound before the
+    status write that shows the move: it takes nothing. `early`, bound on n1 before that
+    cycle, took held room."""
+    moved = datetime(2026, 12, 5, 10, 0, 5, tzinfo=UTC).timestamp()
+    invariants = watching(h=1, low=1, early=1)
+    invariants.info.update(h=GangInfo(100, "a"), low=GangInfo(0, "a"), early=GangInfo(0, "a"))
+    invariants.observe_group(held("h", 10), False)
+    invariants.observe(evicting("early-0", "u0", version=11, group="early"), False, 1.0,
+                       moved - 3.0)
+    invariants.observe(evicting("low-0", "u1", version=19, group="low"), False, 5.0,
+                       moved + 0.2)
+    invariants.observe_group(held("h", 21, nodes=("n2",), since="2026-12-05T10:00:05Z"), False)
     assert [v.split(" ")[0] for v in invariants.nomination_violations()] == ["chaos/early-0"]
