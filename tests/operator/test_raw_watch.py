@@ -51,12 +51,19 @@ class FakeSource:
             on_page(listed["items"])
         return listed
 
-    async def watch(self, resource_version: str) -> AsyncGenerator[bytes, None]:
+    def watch(self, resource_version: str) -> AsyncGenerator[bytes, None]:
         self.watched_from.append(resource_version)
-        if not self.watches:
+        return self._replay(self.watches)
+
+    async def _replay(
+        self, scripts: list[list[bytes | Exception]]
+    ) -> AsyncGenerator[bytes, None]:
+        """The next script's lines (an exception is raised where it stands); with none
+        left, idle for ever, as a watch with nothing to say."""
+        if not scripts:
             self.idle.set()
             await asyncio.Event().wait()
-        for item in self.watches.pop(0):
+        for item in scripts.pop(0):
             if isinstance(item, Exception):
                 raise item
             yield item
@@ -265,14 +272,9 @@ class StreamingSource(FakeSource):
         from phalanx.operator.kube.raw_watch import StreamRefused
 
         self.streamed += 1
-        if not self.streams:
-            if self.refuse:
-                raise StreamRefused("422 Invalid")
-            self.idle.set()
-            await asyncio.Event().wait()
-        for item in self.streams.pop(0):
-            if isinstance(item, Exception):
-                raise item
+        if not self.streams and self.refuse:
+            raise StreamRefused("422 Invalid")
+        async for item in self._replay(self.streams):
             yield item
 
 
